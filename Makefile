@@ -1,0 +1,47 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+TOOLS  := .cache/tools
+# torch pinned for CPU-only machines: 2.13.0 resolves to the local CPU wheel where one is provided and
+# never drags a multi-GB CUDA build onto a machine without a GPU. An existing torch is kept.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: demo test lint typecheck pytest bench tools venv dev clean
+
+$(VENV)/.base-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q -e ".[inference,monitor,lab,plot]"
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.base-installed pyproject.toml
+	$(PIP) install -q -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.base-installed
+dev: $(VENV)/.dev-installed
+
+# redis-server and promtool are real programs the tests drive. Installed when we are root with apt;
+# otherwise the tests that need them skip and say why.
+tools:
+	@bash scripts/install-tools.sh $(TOOLS)
+
+demo: venv
+	$(VENV)/bin/tensorfabric run
+
+lint: dev
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+pytest: dev tools
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cacheprovider
+
+test: lint pytest
+
+bench: dev
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(TOOLS) build dist src/*.egg-info

@@ -1,0 +1,5 @@
+import sys
+
+from tensorfabric.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The ``tensorfabric`` command line: one thin module per verb, wired through :mod:`.main`."""

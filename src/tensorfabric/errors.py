@@ -1,0 +1,83 @@
+"""The one exception tree of tensorfabric.
+
+::
+
+    TensorFabricError
+     ├── InputError        bad user input: flags, specs, files (CLI exit code 2)
+     │    └── ParseError   a file or stream that does not parse; carries source, line and excerpt
+     ├── DiscoveryError    the host could not be inspected (sysfs unreadable, tool failed)
+     ├── TransferError     a collective failed or timed out; carries op, group and peer
+     ├── LabError          network-namespace lab could not be built or driven
+     └── SimulationError   the simulator was asked for something it cannot compute
+
+Library code raises these and never prints or exits; only ``tensorfabric.cli`` maps them to messages and
+exit codes. Lower-layer exceptions are translated at the boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DiscoveryError",
+    "InputError",
+    "LabError",
+    "ParseError",
+    "SimulationError",
+    "TensorFabricError",
+    "TransferError",
+]
+
+
+class TensorFabricError(Exception):
+    """Base of every error tensorfabric raises on purpose."""
+
+
+class InputError(TensorFabricError, ValueError):
+    """Bad user input. The message names the offending value and the accepted form."""
+
+
+class ParseError(InputError):
+    """Input that does not parse.
+
+    ``source`` names the file or stream, ``line`` is 1-based (``None`` when not line-oriented) and
+    ``excerpt`` holds the offending text, shortened for display.
+    """
+
+    def __init__(
+        self, message: str, *, source: str = "<input>", line: int | None = None, excerpt: str = ""
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.excerpt = excerpt[:120]
+        where = source if line is None else f"{source}:{line}"
+        text = f"{where}: {message}"
+        if self.excerpt:
+            text += f" (near {self.excerpt!r})"
+        super().__init__(text)
+
+
+class DiscoveryError(TensorFabricError):
+    """The host could not be inspected."""
+
+
+class TransferError(TensorFabricError):
+    """A collective or point-to-point transfer failed or timed out.
+
+    ``op`` is the collective's name, ``group`` the group's name and ``peer`` the rank (global) that
+    failed or did not answer, when known.
+    """
+
+    def __init__(self, message: str, *, op: str = "", group: str = "", peer: int | None = None) -> None:
+        self.op = op
+        self.group = group
+        self.peer = peer
+        parts = [p for p in (f"op={op}" if op else "", f"group={group}" if group else "",
+                             f"peer={peer}" if peer is not None else "") if p]
+        super().__init__(f"{message} [{' '.join(parts)}]" if parts else message)
+
+
+class LabError(TensorFabricError):
+    """The network-namespace lab could not be built, driven or torn down."""
+
+
+class SimulationError(TensorFabricError):
+    """The simulator cannot compute what it was asked for."""
