@@ -1,0 +1,128 @@
+"""The canonical metric catalogue: every Sample a source or the simulator emits uses one of these names.
+
+Names follow the Prometheus conventions (one namespace prefix, base units, counters end in ``_total``,
+gauges carry their unit). Values are already in base units when they become Samples: pause durations in
+seconds (ethtool and SAI report microseconds), data in bytes (IB PMA counts 4-byte words), frames and
+packets as counts. Labels come only from ``LABELS`` (plus ``kind`` on the retransmission family, as the
+issue names it). Producers that cannot fill a label leave it out; the exporter fills absent labels with "".
+
+``wrap`` is the modulus of the raw counter in base units where the hardware counter is 32 bits wide
+(mlx5 Q counters are read with ``be32_to_cpu``); rates use it to tell a wrap from a reset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["LABELS", "METRICS", "MetricSpec", "spec"]
+
+LABELS = ("host", "device", "port", "priority", "direction", "queue", "reason", "kind")
+
+_WRAP32 = float(2**32)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One canonical metric: name, kind, unit, meaning and which labels it may carry."""
+
+    name: str
+    kind: Literal["counter", "gauge"]
+    unit: str
+    help: str
+    labels: tuple[str, ...] = ("host", "device", "port")
+    wrap: float | None = None
+
+
+_HDP = ("host", "device", "port")
+_PRIO = (*_HDP, "priority", "direction")
+
+_SPECS = (
+    # PFC -- NIC (ethtool rx/tx_prio<p>_pause*) and switch (SAI_PORT_STAT_PFC_<n>_*).
+    MetricSpec("roce_pfc_pause_frames_total", "counter", "frames",
+               "PFC pause frames received (direction=rx) or sent (tx) on a priority", _PRIO),
+    MetricSpec("roce_pfc_paused_seconds_total", "counter", "seconds",
+               "Time paused on a priority: rx = paused by the peer, tx = asked the peer to pause; "
+               "rate() is the paused fraction", _PRIO),
+    MetricSpec("roce_pfc_pause_transitions_total", "counter", "events",
+               "XOFF to XON transitions (ethtool *_pause_transition, SAI ON2OFF); flat while paused = "
+               "continuous pause", _PRIO),
+    MetricSpec("roce_pause_storm_warning_events_total", "counter", "events",
+               "NIC kept sending pause past the warning watermark (tx_pause_storm_warning_events)"),
+    MetricSpec("roce_pause_storm_error_events_total", "counter", "events",
+               "NIC pause-storm prevention disabled pause transmission (tx_pause_storm_error_events)"),
+    # Traffic.
+    MetricSpec("roce_bytes_total", "counter", "bytes",
+               "Bytes on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
+    MetricSpec("roce_packets_total", "counter", "packets",
+               "Packets on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
+    MetricSpec("roce_link_speed_bits_per_second", "gauge", "bits/s", "Negotiated link speed"),
+    # Congestion control (DCQCN) and ECN.
+    MetricSpec("roce_ecn_marked_packets_total", "counter", "packets",
+               "CE-marked RoCE packets: seen at the notification point (NIC) or marked by a queue (switch)",
+               (*_HDP, "priority", "queue")),
+    MetricSpec("roce_cnp_sent_total", "counter", "packets", "CNPs sent by the notification point (np_cnp_sent)"),
+    MetricSpec("roce_cnp_handled_total", "counter", "packets",
+               "CNPs the reaction point acted on (rp_cnp_handled)"),
+    MetricSpec("roce_cnp_ignored_total", "counter", "packets",
+               "CNPs received at QPs without congestion control (rp_cnp_ignored)"),
+    # Loss.
+    MetricSpec("roce_discards_total", "counter", "packets",
+               "Discarded packets by reason (no_buffer, host_buffer, wred, phy_rx, phy_tx, queue, pg, pfcwd, "
+               "xmit)", (*_HDP, "priority", "direction", "queue", "reason")),
+    MetricSpec("roce_retransmissions_total", "counter", "events",
+               "Transport retransmission signals by kind (out_of_sequence, packet_seq_err, local_ack_timeout_err, "
+               "...)", (*_HDP, "kind"), wrap=_WRAP32),
+    MetricSpec("roce_retries_exceeded_total", "counter", "events",
+               "Retry budget exhausted, QP moved to error (req_transport/rnr_retries_exceeded)",
+               (*_HDP, "kind"), wrap=_WRAP32),
+    MetricSpec("roce_rq_out_of_buffer_total", "counter", "events",
+               "No receive WQE posted for an RDMA QP (out_of_buffer)", _HDP, wrap=_WRAP32),
+    MetricSpec("roce_buffer_almost_full_events_total", "counter", "events",
+               "Port receive buffer passed 85 % (rx_buffer_passed_thres_phy)"),
+    # PHY and link.
+    MetricSpec("roce_phy_corrected_bits_total", "counter", "bits", "Bits corrected by FEC (rx_corrected_bits_phy)"),
+    MetricSpec("roce_phy_received_bits_total", "counter", "bits", "Bits received, the BER denominator (rx_bits_phy)"),
+    MetricSpec("roce_phy_uncorrected_symbols_total", "counter", "symbols",
+               "Symbol errors FEC could not correct: traffic lost (rx_pcs_symbol_err_phy)"),
+    MetricSpec("roce_phy_symbol_errors_total", "counter", "packets",
+               "Coding (symbol) errors (rx_symbol_err_phy, IB symbol_error)"),
+    MetricSpec("roce_phy_crc_errors_total", "counter", "packets", "FCS errors (rx_crc_errors_phy, port_rcv_errors)"),
+    MetricSpec("roce_link_down_events_total", "counter", "events",
+               "Link went down (link_down_events_phy, link_downed)"),
+    MetricSpec("roce_pci_stalled_ratio", "gauge", "ratio",
+               "Share of the last second outbound PCIe reads/writes waited for credits", (*_HDP, "direction")),
+    # Switch queues, priority groups, watchdog (SONiC COUNTERS_DB).
+    MetricSpec("roce_queue_packets_total", "counter", "packets", "Packets dequeued (transmitted) by a queue",
+               (*_HDP, "queue")),
+    MetricSpec("roce_queue_occupancy_bytes", "gauge", "bytes", "Current queue occupancy", (*_HDP, "queue")),
+    MetricSpec("roce_queue_watermark_bytes", "gauge", "bytes", "Queue shared-buffer high-water mark",
+               (*_HDP, "queue")),
+    MetricSpec("roce_queue_paused", "gauge", "bool", "1 while the queue is paused by PFC", (*_HDP, "queue")),
+    MetricSpec("roce_pg_shared_watermark_bytes", "gauge", "bytes", "Ingress priority-group shared-buffer watermark",
+               (*_HDP, "priority")),
+    MetricSpec("roce_pg_headroom_watermark_bytes", "gauge", "bytes",
+               "Ingress priority-group headroom (XOFF room) watermark: pause happening", (*_HDP, "priority")),
+    MetricSpec("roce_pfcwd_storms_detected_total", "counter", "events", "PFC watchdog storm detections",
+               (*_HDP, "queue")),
+    MetricSpec("roce_pfcwd_storms_restored_total", "counter", "events", "PFC watchdog restorations",
+               (*_HDP, "queue")),
+    MetricSpec("roce_pfcwd_stormed", "gauge", "bool", "1 while the watchdog holds the queue in storm state",
+               (*_HDP, "queue")),
+    # Linux interface and qdisc statistics (lab hosts, any netdev).
+    MetricSpec("netdev_bytes_total", "counter", "bytes", "Interface bytes", (*_HDP, "direction")),
+    MetricSpec("netdev_packets_total", "counter", "packets", "Interface packets", (*_HDP, "direction")),
+    MetricSpec("netdev_errors_total", "counter", "packets", "Interface errors", (*_HDP, "direction")),
+    MetricSpec("netdev_dropped_total", "counter", "packets", "Interface drops", (*_HDP, "direction")),
+    MetricSpec("netdev_qdisc_bytes_total", "counter", "bytes", "Bytes sent by a qdisc", (*_HDP, "queue")),
+    MetricSpec("netdev_qdisc_drops_total", "counter", "packets", "Packets dropped by a qdisc", (*_HDP, "queue")),
+    MetricSpec("netdev_qdisc_overlimits_total", "counter", "events", "Qdisc overlimit events", (*_HDP, "queue")),
+    MetricSpec("netdev_qdisc_backlog_bytes", "gauge", "bytes", "Bytes queued in a qdisc", (*_HDP, "queue")),
+)
+
+METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+
+def spec(name: str) -> MetricSpec | None:
+    """The catalogue entry for ``name`` (None for names outside the catalogue, e.g. from a replay file)."""
+    return METRICS.get(name)
