@@ -1,0 +1,315 @@
+"""PFC headroom: how many bytes a lossless priority group must absorb after it sends XOFF.
+
+Three models, selected by name from :data:`MODELS`:
+
+* ``sonic`` -- the SONiC dynamic-buffer model (sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua``): per-speed
+  pause quanta, cell occupancy of small packets, cable and gearbox delay, rounding up to 1024 bytes.
+* ``mlx5-nic`` -- the ConnectX receive-buffer formula of the Linux mlx5 driver (``en/port_buffer.c``
+  ``calculate_xoff``), integer arithmetic as in the kernel.
+* ``ieee`` -- the generic IEEE 802.1Qbb / Cisco white-paper sum: two maximum frames, the cable both ways,
+  interface delay on both sides, the peer's pause reaction time and the PAUSE frame itself.
+
+Every model returns a :class:`HeadroomResult` whose ``terms`` list each summand, so ``--explain`` can show the
+whole sum. Speeds are bits per second, lengths metres, sizes bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from tensorfabric.errors import InputError
+
+if TYPE_CHECKING:
+    from tensorfabric.fabric.spec import FabricSpec, LinkSpec
+
+__all__ = [
+    "ASICS",
+    "MODELS",
+    "PAUSE_QUANTA",
+    "AsicBuffer",
+    "HeadroomResult",
+    "HeadroomTerm",
+    "ModelName",
+    "asic_named",
+    "compute_headroom",
+    "headroom_for_link",
+    "headroom_for_port",
+]
+
+ModelName = Literal["sonic", "mlx5-nic", "ieee"]
+
+# Pause quanta the peer may still send after a PAUSE arrives, by speed in Gb/s (IEEE 802.3 31B.3.7 as tabled in
+# sonic-swss buffer_headroom_mellanox.lua). One quantum is 512 bit times.
+PAUSE_QUANTA: Mapping[int, int] = {
+    0: 1, 1: 2, 10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905, 800: 905,
+}
+_QUANTUM_BITS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class AsicBuffer:
+    """Buffer constants of a switch ASIC as the SONiC model uses them (bytes).
+
+    ``peer_response_bytes`` is only the fallback for speeds without a pause-quanta entry.
+    ``shared_buffer_bytes`` is the shared (dynamic) pool a lossless PG draws from before XOFF; 0 = unknown.
+    """
+
+    name: str
+    cell_bytes: int
+    pipeline_latency_bytes: int
+    mac_phy_delay_bytes: float
+    peer_response_bytes: float = 3.8 * 1024
+    shared_buffer_bytes: int = 0
+
+
+# sonic-buildimage platform/mellanox/asic_table.j2: cell 96/144/144/192/192/256 B, pipeline latency 19 KiB
+# (42 KiB on Spectrum-6), MAC/PHY delay 0.8 KiB, peer response 3.8 KiB -- the Lua multiplies each by 1024.
+ASICS: Mapping[str, AsicBuffer] = {
+    "spectrum1": AsicBuffer("spectrum1", 96, 19 * 1024, 0.8 * 1024),
+    "spectrum2": AsicBuffer("spectrum2", 144, 19 * 1024, 0.8 * 1024),
+    "spectrum3": AsicBuffer("spectrum3", 144, 19 * 1024, 0.8 * 1024),
+    "spectrum4": AsicBuffer("spectrum4", 192, 19 * 1024, 0.8 * 1024),
+    "spectrum5": AsicBuffer("spectrum5", 192, 19 * 1024, 0.8 * 1024),
+    "spectrum6": AsicBuffer("spectrum6", 256, 42 * 1024, 0.8 * 1024),
+}
+
+
+def asic_named(name: str) -> AsicBuffer:
+    try:
+        return ASICS[name.lower()]
+    except KeyError:
+        raise InputError(f"asic: {name!r} is not one of {', '.join(ASICS)}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class HeadroomTerm:
+    """One summand (or factor) of a headroom computation, with how it was obtained."""
+
+    name: str
+    value: float
+    unit: str
+    formula: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "formula": self.formula}
+
+
+@dataclass(frozen=True, slots=True)
+class HeadroomResult:
+    """Headroom of one lossless priority group.
+
+    ``xoff_bytes``: room needed above the XOFF point; ``xon_bytes``: room kept below it (hysteresis / pipeline);
+    ``size_bytes``: what the PG must reserve. ``terms`` explain the sum.
+    """
+
+    model: str
+    speed_bps: float
+    cable_m: float
+    mtu: int
+    xoff_bytes: int
+    xon_bytes: int
+    size_bytes: int
+    terms: tuple[HeadroomTerm, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "speed_bps": self.speed_bps, "cable_m": self.cable_m, "mtu": self.mtu,
+            "xoff_bytes": self.xoff_bytes, "xon_bytes": self.xon_bytes, "size_bytes": self.size_bytes,
+            "terms": [t.to_dict() for t in self.terms],
+        }
+
+
+def _ceil_1024(value: float) -> int:
+    return int(math.ceil(value / 1024.0)) * 1024
+
+
+def _quanta(speed_gbps: int) -> int | None:
+    return PAUSE_QUANTA.get(speed_gbps)
+
+
+def _sonic(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, lossless_mtu: int = 1024,
+           small_packet_pct: int = 100, gearbox_delay_ns: float = 0.0, eight_lanes: bool = False,
+           shared_headroom_pool: bool = False) -> HeadroomResult:
+    speed_mbps = speed_bps / 1e6
+    cell = asic.cell_bytes
+    # The Lua's worst case: a 64-byte packet occupies a whole cell.
+    worst = cell / 64 if cell > 2 * 64 else 2 * cell / (1 + cell)
+    occupancy = (100 - small_packet_pct + small_packet_pct * worst) / 100
+    quanta = _quanta(round(speed_bps / 1e9))
+    if quanta is not None:
+        peer_response = quanta * _QUANTUM_BITS / 8
+        peer_formula = f"{quanta} pause quanta x 512 bit / 8"
+    else:
+        peer_response = asic.peer_response_bytes
+        peer_formula = "ASIC peer_response_time (no pause-quanta entry for this speed)"
+    # Upstream divides by 8*1024 although speed*1e9/1e6 already is bit/s x 1000: kept as upstream does it.
+    on_cable = 2 * cable_m * speed_mbps * 1e9 / 198_000_000 / (8 * 1024)
+    on_gearbox = speed_mbps * gearbox_delay_ns / (8 * 1024)
+    propagation = mtu + on_cable + 2 * on_gearbox + asic.mac_phy_delay_bytes + peer_response
+    xoff = _ceil_1024(lossless_mtu + propagation * occupancy)
+    pipeline = asic.pipeline_latency_bytes * 2 - 1024 if eight_lanes else asic.pipeline_latency_bytes
+    xon = _ceil_1024(pipeline)
+    if shared_headroom_pool:
+        size = xon
+    else:
+        size = xoff + xon + (mtu if eight_lanes else 0)
+    terms = (
+        HeadroomTerm("cell_occupancy", occupancy, "factor",
+                     f"(100 - {small_packet_pct} + {small_packet_pct} x {worst:.4g}) / 100, cell {cell} B"),
+        HeadroomTerm("port_mtu", mtu, "bytes", "frame already in flight at the sender"),
+        HeadroomTerm("bytes_on_cable", on_cable, "bytes",
+                     f"2 x {cable_m:g} m x {speed_mbps:g} Mb/s x 1e9 / 1.98e8 / 8192"),
+        HeadroomTerm("bytes_on_gearbox", 2 * on_gearbox, "bytes",
+                     f"2 x {speed_mbps:g} x {gearbox_delay_ns:g} ns / 8192"),
+        HeadroomTerm("mac_phy_delay", asic.mac_phy_delay_bytes, "bytes", f"ASIC {asic.name}"),
+        HeadroomTerm("peer_response", peer_response, "bytes", peer_formula),
+        HeadroomTerm("propagation_delay", propagation, "bytes", "sum of the five terms above"),
+        HeadroomTerm("lossless_mtu", lossless_mtu, "bytes", "LOSSLESS_TRAFFIC_PATTERN mtu"),
+        HeadroomTerm("xoff", xoff, "bytes", "ceil_1024(lossless_mtu + propagation_delay x cell_occupancy)"),
+        HeadroomTerm("xon", xon, "bytes",
+                     "ceil_1024(pipeline_latency)" + (" x2 - 1024 (8 lanes)" if eight_lanes else "")),
+        HeadroomTerm("size", size, "bytes", "xon (shared headroom pool)" if shared_headroom_pool
+                     else "xoff + xon" + (" + port_mtu (8 lanes)" if eight_lanes else "")),
+    )
+    return HeadroomResult("sonic", speed_bps, cable_m, mtu, xoff, xon, size, terms)
+
+
+def _mlx5(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, cell_bytes: int = 128,
+          **_: Any) -> HeadroomResult:
+    # calculate_xoff(): integer arithmetic, speed floored at 40 Gb/s, cable in whole metres.
+    speed_mbps = max(int(speed_bps // 1_000_000), 40_000)
+    cable = int(cable_m)
+    delay = 301 + 216 * cable // 100
+    on_wire = delay * speed_mbps // 1000
+    frame = 272 * mtu // 100
+    xoff = on_wire + frame
+    # update_xoff_threshold(): a lossless buffer must hold xoff + max_mtu + one cell.
+    max_mtu = max(mtu, 9216)
+    xon = max_mtu + cell_bytes
+    size = xoff + xon
+    terms = (
+        HeadroomTerm("delay_factor", delay, "ns-ish", f"301 + 216 x {cable} m / 100 (integer)"),
+        HeadroomTerm("on_wire", on_wire, "bytes", f"delay_factor x {speed_mbps} Mb/s / 1000 (speed floored at 40G)"),
+        HeadroomTerm("mtu_term", frame, "bytes", f"272 x {mtu} / 100"),
+        HeadroomTerm("xoff", xoff, "bytes", "on_wire + mtu_term (port_buffer.c calculate_xoff)"),
+        HeadroomTerm("xon", xon, "bytes", f"max_mtu {max_mtu} + cell {cell_bytes} (room below the XOFF threshold)"),
+        HeadroomTerm("size", size, "bytes", "xoff + max_mtu + cell (smallest lossless buffer mlx5 accepts)"),
+    )
+    return HeadroomResult("mlx5-nic", speed_bps, cable_m, mtu, xoff, xon, size, terms)
+
+
+# Interface/PHY delay upper bounds per side, bit times (Cisco derivation summarised in lossless-config.md §5.1).
+_PHY_BIT_TIMES: Mapping[int, int] = {10: 8192, 25: 6144, 40: 24576, 100: 122880}
+# Propagation speed: Cisco WP, 476 ns / 100 m in twin-ax copper, 513 ns / 100 m in single-mode fibre.
+_VELOCITY_M_PER_S: Mapping[str, float] = {"copper": 100 / 476e-9, "fiber": 100 / 513e-9}
+_PAUSE_FRAME_BYTES = 84  # 64 B PAUSE + 8 B preamble + 12 B inter-frame gap = 672 bit times
+
+
+def _phy_delay_s(speed_gbps: float) -> tuple[float, str]:
+    known = sorted(_PHY_BIT_TIMES)
+    below = [s for s in known if s <= speed_gbps]
+    ref = below[-1] if below else known[0]
+    seconds = _PHY_BIT_TIMES[ref] / (ref * 1e9)
+    if ref == speed_gbps:
+        return seconds, f"{_PHY_BIT_TIMES[ref]} bit times at {ref}G"
+    # No published bound above 100G: keep the same delay in time as the nearest tabled speed.
+    return seconds, f"{_PHY_BIT_TIMES[ref]} bit times at {ref}G held constant in time"
+
+
+def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, medium: str = "fiber",
+          peer_mtu: int | None = None, **_: Any) -> HeadroomResult:
+    if medium not in _VELOCITY_M_PER_S:
+        raise InputError(f"medium: {medium!r} is not one of {', '.join(_VELOCITY_M_PER_S)}")
+    sender_mtu = mtu if peer_mtu is None else peer_mtu
+    velocity = _VELOCITY_M_PER_S[medium]
+    on_cable = 2 * cable_m * speed_bps / (8 * velocity)
+    phy_s, phy_formula = _phy_delay_s(speed_bps / 1e9)
+    phy = 2 * phy_s * speed_bps / 8
+    quanta = _quanta(round(speed_bps / 1e9))
+    response = (quanta if quanta is not None else 905) * _QUANTUM_BITS / 8
+    total = mtu + sender_mtu + on_cable + phy + response + _PAUSE_FRAME_BYTES
+    xoff = int(math.ceil(total))
+    xon = mtu
+    terms = (
+        HeadroomTerm("receiver_mtu", mtu, "bytes", "frame the receiver was sending in front of its PAUSE"),
+        HeadroomTerm("sender_mtu", sender_mtu, "bytes", "frame the sender had already started"),
+        HeadroomTerm("bytes_on_cable", on_cable, "bytes",
+                     f"2 x {cable_m:g} m x rate / (8 x {velocity:.4g} m/s, {medium})"),
+        HeadroomTerm("interface_delay", phy, "bytes", f"2 sides x {phy_formula}"),
+        HeadroomTerm("pause_response", response, "bytes",
+                     f"{quanta if quanta is not None else 905} pause quanta x 512 bit / 8"),
+        HeadroomTerm("pause_frame", _PAUSE_FRAME_BYTES, "bytes", "672 bit times"),
+        HeadroomTerm("xoff", xoff, "bytes", "ceil(sum of the terms above)"),
+        HeadroomTerm("xon", xon, "bytes", "one MTU of hysteresis below the XOFF point"),
+        HeadroomTerm("size", xoff + xon, "bytes", "xoff + xon"),
+    )
+    return HeadroomResult("ieee", speed_bps, cable_m, mtu, xoff, xon, xoff + xon, terms)
+
+
+MODELS: Mapping[str, Callable[..., HeadroomResult]] = {"sonic": _sonic, "mlx5-nic": _mlx5, "ieee": _ieee}
+
+
+def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "sonic",
+                     asic: AsicBuffer | str = "spectrum4", **options: Any) -> HeadroomResult:
+    """Headroom for one lossless PG at ``speed_bps`` over ``cable_m`` metres with frames up to ``mtu`` bytes.
+
+    ``options`` go to the model: sonic takes ``lossless_mtu``, ``small_packet_pct``, ``gearbox_delay_ns``,
+    ``eight_lanes``, ``shared_headroom_pool``; mlx5-nic ``cell_bytes``; ieee ``medium`` and ``peer_mtu``.
+    """
+    if model not in MODELS:
+        raise InputError(f"model: {model!r} is not one of {', '.join(MODELS)}")
+    if not (speed_bps > 0 and math.isfinite(speed_bps)):
+        raise InputError(f"speed: {speed_bps!r} must be a positive rate such as '400G'")
+    if not (cable_m > 0 and math.isfinite(cable_m)):
+        raise InputError(f"cable: {cable_m!r} must be a positive length such as '5m'")
+    if not 68 <= mtu <= 65536:
+        raise InputError(f"mtu: {mtu!r} must be between 68 and 65536 bytes, e.g. 9100")
+    buffer = asic_named(asic) if isinstance(asic, str) else asic
+    return MODELS[model](speed_bps, cable_m, mtu, buffer, **options)
+
+
+def with_shared_buffer(asic: AsicBuffer, shared_buffer_bytes: int) -> AsicBuffer:
+    return replace(asic, shared_buffer_bytes=shared_buffer_bytes)
+
+
+# NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
+NIC_MODELS: Mapping[str, str] = {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"}
+
+
+def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = True) -> HeadroomResult | None:
+    """Headroom of the lossless PG behind ``endpoint`` (``device:port``), or ``None`` when it is not cabled.
+
+    ``configured=True`` uses the cable length the device is told (what a renderer writes); ``False`` uses the
+    real cable length of the link (what the port needs).
+    """
+    link = spec.link_at(endpoint)
+    if link is None:
+        return None
+    speed = spec.link_speed(link) or 0.0
+    cable = spec.configured_cable_m(endpoint) if configured else link.cable_length_m
+    mtu = spec.port_mtu(endpoint)
+    device, _, port = endpoint.partition(":")
+    switch = spec.switch(device)
+    if switch is not None:
+        return compute_headroom(speed, cable or link.cable_length_m, mtu, "sonic", switch.asic.buffer(),
+                                eight_lanes=switch.asic.eight_lanes,
+                                shared_headroom_pool=switch.asic.shared_headroom_pool)
+    host = spec.host(device)
+    nic = host.nic(port) if host is not None else None
+    vendor = nic.vendor.lower() if nic is not None else ""
+    model = NIC_MODELS.get(vendor, "ieee")
+    return compute_headroom(speed, cable or link.cable_length_m, mtu, model, "spectrum4", medium=link.medium) \
+        if model == "ieee" else compute_headroom(speed, cable or link.cable_length_m, mtu, model)
+
+
+def headroom_for_link(spec: FabricSpec, link: LinkSpec, *, configured: bool = True) -> dict[str, HeadroomResult]:
+    """Headroom at both ends of ``link``, keyed by endpoint text (``leaf1:Ethernet0``)."""
+    out: dict[str, HeadroomResult] = {}
+    for end in (link.a, link.b):
+        result = headroom_for_port(spec, end, configured=configured)
+        if result is not None:
+            out[end] = result
+    return out

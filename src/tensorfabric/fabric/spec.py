@@ -1,0 +1,346 @@
+"""The fabric spec: switches, hosts with NICs, links and one QoS plan for the whole lossless fabric.
+
+A spec is YAML validated into frozen pydantic models. Speeds, lengths and sizes accept units (``400G``, ``5m``,
+``150KB``); values are kept in base units (``speed_bps``, ``cable_length_m``, bytes). Devices may carry a ``qos``
+override block: the plan says what the fabric should be, an override records what one device really does
+differently (the linter then reports it). :func:`load_spec` turns YAML and validation errors into
+:class:`~tensorfabric.errors.ParseError` naming the field path, e.g. ``links[3].cable_length``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tensorfabric import topology
+from tensorfabric.fabric.headroom import ASICS, AsicBuffer, asic_named
+from tensorfabric.fabric.spec_qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
+from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed
+
+__all__ = [
+    "NOS_NAMES",
+    "AsicSpec",
+    "CnpClass",
+    "EcnProfile",
+    "FabricSpec",
+    "HostSpec",
+    "LinkSpec",
+    "NcclPlan",
+    "NicQos",
+    "NicSpec",
+    "QosPlan",
+    "RoceClass",
+    "SwitchPortSpec",
+    "SwitchQos",
+    "SwitchSpec",
+    "load_spec",
+    "parse_spec",
+]
+
+NosName = Literal["sonic", "cumulus", "eos", "nxos"]
+NOS_NAMES: tuple[str, ...] = ("sonic", "cumulus", "eos", "nxos")
+_ROLE_TIER = {"leaf": 0, "tor": 0, "switch": 0, "spine": 1, "core": 2}
+_RANGE = re.compile(r"^(?P<head>.*)\[(?P<lo>\d+)-(?P<hi>\d+)(?::(?P<step>\d+))?\](?P<tail>.*)$")
+
+
+class AsicSpec(SpecModel):
+    """Switch buffer model: a named Spectrum preset, optionally with constants overridden.
+
+    ``shared_buffer`` and ``dynamic_th`` (alpha = 2**dynamic_th) give the ingress occupancy at which a lossless PG
+    sends XOFF; ``xoff_threshold`` states it directly for static buffer configurations.
+    """
+
+    model: str = "spectrum4"
+    cell_size: Size | None = None
+    pipeline_latency: Size | None = None
+    mac_phy_delay: Size | None = None
+    shared_buffer: Size | None = None
+    dynamic_th: int = Field(default=0, ge=-7, le=7)
+    xoff_threshold: Size | None = None
+    eight_lanes: bool = False
+    shared_headroom_pool: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, data: Any) -> Any:
+        return {"model": data} if isinstance(data, str) else data
+
+    @field_validator("model")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value.lower() not in ASICS:
+            raise ValueError(f"{value!r} is not one of {', '.join(ASICS)}")
+        return value.lower()
+
+    def buffer(self) -> AsicBuffer:
+        base = asic_named(self.model)
+        return AsicBuffer(
+            name=base.name,
+            cell_bytes=self.cell_size or base.cell_bytes,
+            pipeline_latency_bytes=self.pipeline_latency or base.pipeline_latency_bytes,
+            mac_phy_delay_bytes=float(self.mac_phy_delay) if self.mac_phy_delay else base.mac_phy_delay_bytes,
+            peer_response_bytes=base.peer_response_bytes,
+            shared_buffer_bytes=self.shared_buffer or 0,
+        )
+
+    def pfc_trigger_bytes(self) -> int | None:
+        """Ingress PG occupancy at which XOFF is sent, when known (static threshold, else dynamic share)."""
+        if self.xoff_threshold:
+            return self.xoff_threshold
+        if not self.shared_buffer:
+            return None
+        alpha = 2.0 ** self.dynamic_th
+        # One congested PG may take alpha/(1+alpha) of the shared pool before its dynamic limit trips.
+        return int(self.shared_buffer * alpha / (1 + alpha))
+
+
+class SwitchPortSpec(SpecModel):
+    name: str = Field(min_length=1)
+    speed_bps: Speed | None = Field(default=None, alias="speed")
+    mtu: Mtu | None = None
+    cable_length_m: Length | None = Field(default=None, alias="cable_length")
+    """Cable length configured on the port for headroom; defaults to the link's real length."""
+    headroom_xoff: Size | None = None
+    """A statically configured XOFF headroom (traditional buffer mode, NX-OS pause buffer-size)."""
+
+
+def _expand_ports(items: Any) -> Any:
+    if not isinstance(items, list):
+        return items
+    out: list[Any] = []
+    for item in items:
+        entry = {"name": item} if isinstance(item, str) else item
+        name = entry.get("name") if isinstance(entry, dict) else None
+        match = _RANGE.match(name) if isinstance(name, str) else None
+        if match is None:
+            out.append(entry)
+            continue
+        lo, hi, step = int(match["lo"]), int(match["hi"]), int(match["step"] or 1)
+        if hi < lo or hi - lo > 4096 or step < 1:
+            out.append(entry)  # left unexpanded; the name then fails as an unknown port where used
+            continue
+        out.extend({**entry, "name": f"{match['head']}{i}{match['tail']}"} for i in range(lo, hi + 1, step))
+    return out
+
+
+class SwitchSpec(SpecModel):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    nos: NosName
+    role: topology.SwitchRole = "leaf"
+    tier: int | None = Field(default=None, ge=0, le=8)
+    asic: AsicSpec = AsicSpec()
+    speed_bps: Speed | None = Field(default=None, alias="speed")
+    ports: tuple[SwitchPortSpec, ...] = ()
+    qos: SwitchQos = SwitchQos()
+
+    _expand = field_validator("ports", mode="before")(classmethod(lambda cls, v: _expand_ports(v)))
+
+    @property
+    def effective_tier(self) -> int:
+        return self.tier if self.tier is not None else _ROLE_TIER[self.role]
+
+    def port(self, name: str) -> SwitchPortSpec | None:
+        return next((p for p in self.ports if p.name == name), None)
+
+
+class NicSpec(SpecModel):
+    netdev: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    rdma_device: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
+    vendor: str = "nvidia"
+    model: str = ""
+    speed_bps: Speed | None = Field(default=None, alias="speed")
+    mtu: Mtu | None = None
+    cable_length_m: Length | None = Field(default=None, alias="cable_length")
+    qos: NicQos = NicQos()
+
+
+class HostSpec(SpecModel):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    gpus: int = Field(default=0, ge=0)
+    nics: tuple[NicSpec, ...] = Field(min_length=1)
+    nccl: NcclPlan | None = None
+    """Per-host NCCL settings when they differ from the plan's."""
+
+    def nic(self, netdev: str) -> NicSpec | None:
+        return next((n for n in self.nics if n.netdev == netdev), None)
+
+
+class LinkSpec(SpecModel):
+    a: str
+    b: str
+    speed_bps: Speed | None = Field(default=None, alias="speed")
+    cable_length_m: Length = Field(default=3.0, alias="cable_length")
+    medium: Literal["copper", "fiber"] = "copper"
+    lossless: bool = True
+
+    @field_validator("a", "b")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        device, sep, port = value.partition(":")
+        if not sep or not device or not port:
+            raise ValueError(f"{value!r} must be 'device:port', e.g. 'leaf1:Ethernet0' or 'h1:eth2'")
+        return value
+
+    @property
+    def ends(self) -> tuple[topology.Endpoint, topology.Endpoint]:
+        return topology.Endpoint.parse(self.a), topology.Endpoint.parse(self.b)
+
+
+class FabricSpec(SpecModel):
+    """A whole fabric; construction checks names are unique and links name known ports."""
+
+    name: str = "fabric"
+    qos: QosPlan = QosPlan()
+    switches: tuple[SwitchSpec, ...] = ()
+    hosts: tuple[HostSpec, ...] = ()
+    links: tuple[LinkSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _references(self) -> FabricSpec:
+        seen: dict[str, str] = {}
+        groups: tuple[tuple[str, tuple[SwitchSpec | HostSpec, ...]], ...] = (
+            ("switches", self.switches), ("hosts", self.hosts))
+        for kind, devices in groups:
+            for i, dev in enumerate(devices):
+                if dev.name in seen:
+                    raise ValueError(f"{kind}[{i}].name: {dev.name!r} is used twice (first at {seen[dev.name]}); "
+                                     "device names must be unique")
+                seen[dev.name] = f"{kind}[{i}]"
+                names = [p.name for p in dev.ports] if isinstance(dev, SwitchSpec) else [n.netdev for n in dev.nics]
+                dup = next((n for j, n in enumerate(names) if n in names[:j]), None)
+                if dup is not None:
+                    what = "ports" if isinstance(dev, SwitchSpec) else "nics"
+                    raise ValueError(f"{kind}[{i}].{what}: {dup!r} is listed twice on {dev.name!r}")
+        used: dict[str, str] = {}
+        for i, link in enumerate(self.links):
+            for side in ("a", "b"):
+                text = getattr(link, side)
+                device, _, port = text.partition(":")
+                if device not in seen:
+                    raise ValueError(f"links[{i}].{side}: {text!r} names unknown device {device!r}; "
+                                     f"known: {', '.join(sorted(seen)) or 'none'}")
+                ports = self._port_names(device)
+                if ports is not None and port not in ports:
+                    raise ValueError(f"links[{i}].{side}: {text!r} names unknown port {port!r} on {device!r}; "
+                                     f"declare it under {seen[device]}")
+                if text in used:
+                    raise ValueError(f"links[{i}].{side}: {text!r} is already cabled by {used[text]}")
+                used[text] = f"links[{i}]"
+            if link.a.partition(":")[0] == link.b.partition(":")[0]:
+                raise ValueError(f"links[{i}]: {link.a!r} and {link.b!r} are on the same device")
+            if self.link_speed(link) is None:
+                raise ValueError(f"links[{i}].speed: no speed given on the link or its ports; add e.g. speed: 400G")
+        return self
+
+    def _port_names(self, device: str) -> set[str] | None:
+        sw = self.switch(device)
+        if sw is not None:
+            return {p.name for p in sw.ports}
+        host = self.host(device)
+        return {n.netdev for n in host.nics} if host is not None else None
+
+    # -- lookups -----------------------------------------------------------------------------------------------
+    def switch(self, name: str) -> SwitchSpec | None:
+        return next((s for s in self.switches if s.name == name), None)
+
+    def host(self, name: str) -> HostSpec | None:
+        return next((h for h in self.hosts if h.name == name), None)
+
+    def is_switch(self, device: str) -> bool:
+        return self.switch(device) is not None
+
+    def link_at(self, endpoint: str) -> LinkSpec | None:
+        return next((lk for lk in self.links if endpoint in (lk.a, lk.b)), None)
+
+    def peer_of(self, endpoint: str) -> str | None:
+        link = self.link_at(endpoint)
+        if link is None:
+            return None
+        return link.b if link.a == endpoint else link.a
+
+    def port_speed(self, endpoint: str) -> float | None:
+        device, _, port = endpoint.partition(":")
+        sw = self.switch(device)
+        if sw is not None:
+            spec = sw.port(port)
+            return (spec.speed_bps if spec else None) or sw.speed_bps
+        host = self.host(device)
+        nic = host.nic(port) if host else None
+        return nic.speed_bps if nic else None
+
+    def link_speed(self, link: LinkSpec) -> float | None:
+        if link.speed_bps:
+            return link.speed_bps
+        speeds = [s for s in (self.port_speed(link.a), self.port_speed(link.b)) if s]
+        return min(speeds) if speeds else None
+
+    def port_mtu(self, endpoint: str) -> int:
+        device, _, port = endpoint.partition(":")
+        sw = self.switch(device)
+        if sw is not None:
+            spec = sw.port(port)
+            return (spec.mtu if spec and spec.mtu else None) or sw.qos.mtu or self.qos.mtu.switch
+        host = self.host(device)
+        nic = host.nic(port) if host else None
+        return (nic.mtu if nic and nic.mtu else None) or (nic.qos.mtu if nic else None) or self.qos.mtu.host
+
+    def configured_cable_m(self, endpoint: str) -> float | None:
+        """The cable length the device was told (for headroom); falls back to the link's real length."""
+        device, _, port = endpoint.partition(":")
+        sw = self.switch(device)
+        host = self.host(device)
+        configured: float | None = None
+        if sw is not None and sw.port(port) is not None:
+            configured = sw.port(port).cable_length_m  # type: ignore[union-attr]
+        elif host is not None and host.nic(port) is not None:
+            configured = host.nic(port).cable_length_m  # type: ignore[union-attr]
+        link = self.link_at(endpoint)
+        return configured if configured is not None else (link.cable_length_m if link else None)
+
+    def nics(self) -> Iterator[tuple[HostSpec, NicSpec]]:
+        for host in self.hosts:
+            for nic in host.nics:
+                yield host, nic
+
+    def nccl_for(self, host: HostSpec) -> NcclPlan:
+        return host.nccl or self.qos.nccl
+
+    # -- conversions -------------------------------------------------------------------------------------------
+    def to_topology(self) -> topology.Fabric:
+        hosts = tuple(
+            topology.Host(h.name, tuple(
+                topology.Nic(n.netdev, self.port_speed(f"{h.name}:{n.netdev}") or self._cabled_speed(h.name, n.netdev),
+                             n.rdma_device, n.vendor, n.model, self.port_mtu(f"{h.name}:{n.netdev}"))
+                for n in h.nics), h.gpus)
+            for h in self.hosts)
+        switches = tuple(
+            topology.Switch(s.name, s.role, s.nos, tuple(
+                topology.Port(p.name, self.port_speed(f"{s.name}:{p.name}") or self._cabled_speed(s.name, p.name),
+                              self.port_mtu(f"{s.name}:{p.name}"))
+                for p in s.ports), s.effective_tier)
+            for s in self.switches)
+        links = tuple(
+            topology.Link(*lk.ends, self.link_speed(lk) or 0.0, lk.cable_length_m, lk.medium) for lk in self.links)
+        return topology.Fabric(hosts=hosts, switches=switches, links=links, name=self.name)
+
+    def _cabled_speed(self, device: str, port: str) -> float:
+        link = self.link_at(f"{device}:{port}")
+        return (self.link_speed(link) or 0.0) if link else 0.0
+
+
+def parse_spec(data: Any, *, source: str = "<spec>") -> FabricSpec:
+    """Validate already-loaded YAML/JSON data; errors name the field path."""
+    from tensorfabric.fabric.spec_load import validate
+
+    return validate(data, source=source)
+
+
+def load_spec(path: str | Path) -> FabricSpec:
+    """Read and validate a YAML spec file; every problem becomes a ParseError/InputError naming the field path."""
+    from tensorfabric.fabric.spec_load import load
+
+    return load(path)

@@ -1,0 +1,126 @@
+"""Loading a fabric spec: YAML text -> validated :class:`FabricSpec`, with errors that name the field path.
+
+pydantic reports locations as tuples (``('links', 3, 'cable_length')``); we print them as ``links[3].cable_length``
+and, when the YAML node can be found, add its line number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from tensorfabric.errors import InputError, ParseError
+from tensorfabric.fabric.spec import FabricSpec
+from tensorfabric.fabric.spec_types import UNIT_PREFIX
+
+__all__ = ["field_path", "load", "load_text", "validate"]
+
+_MAX_REPORTED = 4
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":
+            out += "(key)"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(spec)"
+
+
+def _message(error: Any) -> str:
+    path = field_path(error["loc"])
+    kind = error["type"]
+    given = error.get("input")
+    cause = (error.get("ctx") or {}).get("error")
+    if kind == "value_error" and cause is not None:
+        text = str(cause)
+        if not error["loc"]:
+            return text  # cross-field checks already name their own path
+        if text.startswith(UNIT_PREFIX):
+            return f"{path}: {text[len(UNIT_PREFIX):]}"
+        return f"{path}: {given!r} {text}" if not isinstance(given, dict | list) else f"{path}: {text}"
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    if kind == "extra_forbidden":
+        return f"{path}: unknown field"
+    if isinstance(given, dict | list):
+        return f"{path}: {error['msg']}"
+    return f"{path}: {given!r} is not accepted ({error['msg']})"
+
+
+def _line_of(root: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
+    node = root
+    line = None if node is None else node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            nxt = node.value[part]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+def _cross_field_loc(text: str) -> list[int | str]:
+    # Messages of the model-level checks start with a path such as "links[3].b: ..."; recover it for the line.
+    head = text.split(":", 1)[0]
+    loc: list[int | str] = []
+    for piece in head.replace("]", "").split("."):
+        name, _, index = piece.partition("[")
+        if name:
+            loc.append(name)
+        if index.isdigit():
+            loc.append(int(index))
+    return loc
+
+
+def validate(data: Any, *, source: str = "<spec>", root: yaml.Node | None = None) -> FabricSpec:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ParseError(f"a spec must be a mapping with switches/hosts/links, got {type(data).__name__}",
+                         source=source)
+    try:
+        return FabricSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        messages = [_message(e) for e in errors[:_MAX_REPORTED]]
+        more = len(errors) - _MAX_REPORTED
+        text = "; ".join(messages) + (f"; and {more} more" if more > 0 else "")
+        first = errors[0]
+        loc = first["loc"] or _cross_field_loc(messages[0])
+        raise ParseError(text, source=source, line=_line_of(root, loc)) from None
+
+
+def load_text(text: str, *, source: str = "<spec>") -> FabricSpec:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ParseError(f"malformed YAML: {problem}", source=source,
+                         line=mark.line + 1 if mark is not None else None) from None
+    return validate(data, source=source, root=root)
+
+
+def load(path: str | Path) -> FabricSpec:
+    target = Path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"spec: {str(target)!r} does not exist; give a YAML fabric spec file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"spec: {str(target)!r} cannot be read ({exc})") from None
+    return load_text(text, source=str(target))
