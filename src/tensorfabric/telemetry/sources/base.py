@@ -1,0 +1,70 @@
+"""What every source shares: the Source protocol, the per-poll Reading and the injected OS boundary."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tensorfabric.errors import DiscoveryError
+from tensorfabric.samples import Sample
+
+__all__ = ["Reading", "Runner", "Source", "SourceContext", "run_command", "to_number"]
+
+Runner = Callable[[Sequence[str]], str]
+
+
+def run_command(argv: Sequence[str], timeout_s: float = 10.0) -> str:
+    """Run a command and return its stdout; failures become DiscoveryError naming the command."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DiscoveryError(f"{' '.join(argv)}: {exc}") from exc
+    if done.returncode != 0:
+        raise DiscoveryError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[:200]}")
+    return done.stdout
+
+
+@dataclass(frozen=True, slots=True)
+class SourceContext:
+    """The OS boundary a source may touch: host label, command runner and clock."""
+
+    host: str = field(default_factory=socket.gethostname)
+    run: Runner = run_command
+    clock: Callable[[], float] = time.time
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One poll of one source: the samples it could read and the errors it met on the way.
+
+    A source that hits a bad file or counter keeps going and reports it here; only a source that cannot
+    read anything at all raises.
+    """
+
+    samples: tuple[Sample, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+class Source(Protocol):
+    """A counter source. ``name`` is the ``KIND:ARG`` it was opened with."""
+
+    name: str
+
+    def read(self) -> Reading:
+        """Poll once. Raises TensorFabricError when nothing at all could be read."""
+        ...
+
+
+def to_number(text: str) -> float | None:
+    """A counter value as a float; None for text that is not a finite number (``N/A (no PMA)``, garbage)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return value

@@ -1,0 +1,136 @@
+"""``ethtool:IF`` / ``ethtool-file:PATH`` -- mlx5 ``ethtool -S`` statistics.
+
+Only an allowlist of RoCE-relevant keys becomes Samples (devices expose hundreds of keys; most are noise for
+the detectors). Per-priority keys get ``priority`` and ``direction`` labels instead of names with the priority
+inside them. Pause durations are microseconds on the wire and seconds here; PCIe stall percentages become a
+0-1 ratio.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tensorfabric.errors import InputError, ParseError
+from tensorfabric.samples import Sample
+from tensorfabric.telemetry.metrics import METRICS
+from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_number
+
+__all__ = ["EthtoolSource", "ethtool_samples", "parse_ethtool_stats"]
+
+_LINE = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*:\s*(\S.*?)\s*$")
+_PRIO = re.compile(r"^(rx|tx)_prio(\d)_(pause|pause_duration|pause_transition|bytes|packets|discards|buf_discard|"
+                   r"cong_discard|marked)$")
+_GLOBAL = re.compile(r"^(rx|tx)_global_(pause|pause_duration|pause_transition)$")
+
+_PER_PRIO: dict[str, tuple[str, dict[str, str], float]] = {
+    "pause": ("roce_pfc_pause_frames_total", {}, 1.0),
+    "pause_duration": ("roce_pfc_paused_seconds_total", {}, 1e-6),
+    "pause_transition": ("roce_pfc_pause_transitions_total", {}, 1.0),
+    "bytes": ("roce_bytes_total", {}, 1.0),
+    "packets": ("roce_packets_total", {}, 1.0),
+    "discards": ("roce_discards_total", {"reason": "no_buffer"}, 1.0),
+    "buf_discard": ("roce_discards_total", {"reason": "host_buffer"}, 1.0),
+    "cong_discard": ("roce_discards_total", {"reason": "wred"}, 1.0),
+    "marked": ("roce_ecn_marked_packets_total", {}, 1.0),
+}
+
+_PLAIN: dict[str, tuple[str, dict[str, str], float]] = {
+    "tx_pause_storm_warning_events": ("roce_pause_storm_warning_events_total", {}, 1.0),
+    "tx_pause_storm_error_events": ("roce_pause_storm_error_events_total", {}, 1.0),
+    "rx_discards_phy": ("roce_discards_total", {"direction": "rx", "reason": "phy_rx"}, 1.0),
+    "tx_discards_phy": ("roce_discards_total", {"direction": "tx", "reason": "phy_tx"}, 1.0),
+    "rx_buffer_passed_thres_phy": ("roce_buffer_almost_full_events_total", {}, 1.0),
+    "rx_crc_errors_phy": ("roce_phy_crc_errors_total", {}, 1.0),
+    "rx_symbol_err_phy": ("roce_phy_symbol_errors_total", {}, 1.0),
+    "rx_pcs_symbol_err_phy": ("roce_phy_uncorrected_symbols_total", {}, 1.0),
+    "rx_corrected_bits_phy": ("roce_phy_corrected_bits_total", {}, 1.0),
+    "rx_bits_phy": ("roce_phy_received_bits_total", {}, 1.0),
+    "link_down_events_phy": ("roce_link_down_events_total", {}, 1.0),
+    "rx_bytes_phy": ("roce_bytes_total", {"direction": "rx"}, 1.0),
+    "tx_bytes_phy": ("roce_bytes_total", {"direction": "tx"}, 1.0),
+    "rx_packets_phy": ("roce_packets_total", {"direction": "rx"}, 1.0),
+    "tx_packets_phy": ("roce_packets_total", {"direction": "tx"}, 1.0),
+    # the stall gauges are percent of the last second
+    "outbound_pci_stalled_rd": ("roce_pci_stalled_ratio", {"direction": "rd"}, 0.01),
+    "outbound_pci_stalled_wr": ("roce_pci_stalled_ratio", {"direction": "wr"}, 0.01),
+}
+
+
+def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[str, float], list[str]]:
+    """Parse ``ethtool -S`` text into {key: value}, plus one error per line that is not ``key: number``.
+
+    Raises ParseError when the text holds no statistics line at all.
+    """
+    values: dict[str, float] = {}
+    errors: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.rstrip().endswith("statistics:"):
+            continue
+        match = _LINE.match(line)
+        value = to_number(match.group(2)) if match else None
+        if match is None or value is None:
+            errors.append(f"{source}:{number}: not 'name: number': {line.strip()[:60]!r}")
+            continue
+        values[match.group(1)] = value
+    if not values:
+        raise ParseError("no 'name: value' statistics found; expected `ethtool -S` output", source=source,
+                         excerpt=text[:80])
+    return values, errors
+
+
+def ethtool_samples(values: dict[str, float], *, time: float, host: str, device: str,
+                    source: str) -> list[Sample]:
+    """The allowlisted keys of ``values`` as canonical Samples (labels host, device, port)."""
+    base = {"host": host, "device": device, "port": "1"}
+    out: list[Sample] = []
+    for key, value in values.items():
+        entry = None
+        extra: dict[str, str] = {}
+        if (m := _PRIO.match(key)) is not None:
+            entry, extra = _PER_PRIO[m.group(3)], {"direction": m.group(1), "priority": m.group(2)}
+        elif (m := _GLOBAL.match(key)) is not None:
+            entry, extra = _PER_PRIO[m.group(2)], {"direction": m.group(1), "priority": "global"}
+        else:
+            entry = _PLAIN.get(key)
+        if entry is None:
+            continue
+        metric, fixed, scale = entry
+        out.append(Sample(time, metric, METRICS[metric].kind, value * scale, {**base, **extra, **fixed}, source))
+    return out
+
+
+class EthtoolSource:
+    def __init__(self, name: str, device: str, ctx: SourceContext, *, path: Path | None = None) -> None:
+        self.name = name
+        self._device = device
+        self._ctx = ctx
+        self._path = path
+
+    def read(self) -> Reading:
+        if self._path is not None:
+            try:
+                text = self._path.read_text(errors="replace")
+            except OSError as exc:
+                raise InputError(f"{self.name}: cannot read {self._path}: {exc.strerror or exc}") from exc
+        else:
+            text = self._ctx.run(["ethtool", "-S", self._device])
+        now = self._ctx.clock()
+        values, errors = parse_ethtool_stats(text, source=self.name)
+        samples = ethtool_samples(values, time=now, host=self._ctx.host, device=self._device, source=self.name)
+        return Reading(tuple(samples), tuple(errors))
+
+
+def open_live(arg: str, ctx: SourceContext) -> EthtoolSource:
+    if not arg:
+        raise InputError("ethtool: needs an interface, e.g. ethtool:eth0")
+    return EthtoolSource(f"ethtool:{arg}", arg, ctx)
+
+
+def open_file(arg: str, ctx: SourceContext) -> EthtoolSource:
+    """``ethtool-file:PATH`` (device label = file stem) or ``ethtool-file:PATH@IF``."""
+    path_text, _, device = arg.partition("@")
+    path = Path(path_text)
+    if not path_text or not path.is_file():
+        raise InputError(f"ethtool-file:{arg}: {path_text!r} is not a file (expected saved `ethtool -S` output)")
+    return EthtoolSource(f"ethtool-file:{arg}", device or path.stem, ctx, path=path)

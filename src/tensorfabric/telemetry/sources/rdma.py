@@ -1,0 +1,85 @@
+"""``rdma-json:PATH`` / ``rdma:`` -- ``rdma -j statistic show`` (iproute2), the netlink view of hw_counters.
+
+The JSON is a list with one object per link: ``ifname``, ``port`` and the counters, flat (iproute2 prints
+them at the top level) or under a ``counters`` object; both are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tensorfabric.errors import InputError, ParseError
+from tensorfabric.samples import Sample
+from tensorfabric.telemetry.sources.base import Reading, SourceContext
+from tensorfabric.telemetry.sources.hwcounters import HW_COUNTERS, samples_for
+
+__all__ = ["RdmaSource", "parse_rdma_json"]
+
+
+def parse_rdma_json(text: str, *, source: str = "<rdma>") -> tuple[list[tuple[str, str, dict[str, float]]], list[str]]:
+    """[(device, port, {counter: value})] plus one error per non-numeric counter; ParseError if not the format."""
+    try:
+        data: Any = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ParseError(f"not JSON: {exc}", source=source, excerpt=text[:80]) from exc
+    if not isinstance(data, list):
+        raise ParseError("expected a JSON list of links as `rdma -j statistic show` prints", source=source,
+                         excerpt=text[:80])
+    links: list[tuple[str, str, dict[str, float]]] = []
+    errors: list[str] = []
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("ifname"), str) or "port" not in entry:
+            errors.append(f"{source}: entry {index} has no ifname/port: {str(entry)[:60]!r}")
+            continue
+        counters = entry.get("counters", entry)
+        if not isinstance(counters, dict):
+            errors.append(f"{source}: entry {index}: counters is not an object")
+            continue
+        values: dict[str, float] = {}
+        for name, value in counters.items():
+            if name in ("ifname", "ifindex", "port", "counters"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                errors.append(f"{source}: {entry['ifname']}/{entry['port']} {name}: not a counter: {value!r}"[:160])
+                continue
+            values[str(name)] = float(value)
+        links.append((entry["ifname"], str(entry["port"]), values))
+    return links, errors
+
+
+class RdmaSource:
+    def __init__(self, name: str, ctx: SourceContext, path: Path | None) -> None:
+        self.name = name
+        self._ctx = ctx
+        self._path = path
+
+    def read(self) -> Reading:
+        if self._path is not None:
+            try:
+                text = self._path.read_text(errors="replace")
+            except OSError as exc:
+                raise InputError(f"{self.name}: cannot read {self._path}: {exc.strerror or exc}") from exc
+        else:
+            text = self._ctx.run(["rdma", "-j", "statistic", "show"])
+        now = self._ctx.clock()
+        links, errors = parse_rdma_json(text, source=self.name)
+        samples: list[Sample] = []
+        for device, port, values in links:
+            labels = {"host": self._ctx.host, "device": device, "port": port}
+            samples += samples_for(values, HW_COUNTERS, time=now, labels=labels, source=self.name)
+        return Reading(tuple(samples), tuple(errors))
+
+
+def open_file(arg: str, ctx: SourceContext) -> RdmaSource:
+    path = Path(arg)
+    if not arg or not path.is_file():
+        raise InputError(f"rdma-json:{arg}: {arg!r} is not a file (expected saved `rdma -j statistic show` output)")
+    return RdmaSource(f"rdma-json:{arg}", ctx, path)
+
+
+def open_live(arg: str, ctx: SourceContext) -> RdmaSource:
+    if arg:
+        raise InputError(f"rdma:{arg}: the live rdma source takes no argument; write 'rdma:'")
+    return RdmaSource("rdma:", ctx, None)
