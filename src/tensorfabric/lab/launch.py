@@ -1,0 +1,89 @@
+"""Run one tensorfabric rank per lab host: what ``bench --lab 2x1gbit`` and ``run --lab 2x1gbit`` call.
+
+``run_distributed("2x1gbit", ["bench", "--op", "all_reduce"])`` brings up a star lab of two hosts on
+1 Gbit/s links, starts ``<python> -m tensorfabric bench --op all_reduce`` in each host with the torchrun
+environment of :func:`tensorfabric.lab.lab.rank_env` (rank ``r`` on ``h<r>``, ``MASTER_ADDR`` = h0's
+address, ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` = the lab interface), waits for every rank, always
+tears the lab down, and returns rank 0's stdout.
+
+Failure: if a rank exits non-zero, the others get ``grace_s`` to finish or fail on their own (a peer
+blocked in a collective usually fails by itself once its partner is gone), then everything is killed and a
+LabError carries every rank's exit status and stderr tail. The same happens at ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from tensorfabric.errors import LabError
+from tensorfabric.lab.lab import Lab
+from tensorfabric.lab.spec import parse_short_spec
+
+__all__ = ["run_distributed", "wait_ranks"]
+
+_TAIL_CHARS = 2000
+_POLL_S = 0.05
+
+
+def run_distributed(spec: str, argv: list[str], timeout_s: float = 600, *, python: str | None = None,
+                    env: Mapping[str, str] | None = None, state_dir: str | os.PathLike[str] | None = None,
+                    grace_s: float = 15.0) -> str:
+    """Run ``python -m tensorfabric <argv>`` as one rank per host of a ``NxRATE`` star lab; rank 0's stdout."""
+    hosts, rate_bps = parse_short_spec(spec)
+    cmd = [python or sys.executable, "-m", "tensorfabric", *argv]
+    with tempfile.TemporaryDirectory(prefix="tf-lab-ranks-") as tmp, \
+            Lab(hosts=hosts, rate=rate_bps, state_dir=state_dir) as lab:
+        outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(hosts)]  # noqa: SIM115
+        errs = [open(Path(tmp, f"rank{r}.err"), "w+b") for r in range(hosts)]  # noqa: SIM115
+        try:
+            procs = [lab.popen(host, cmd, env=env_r, stdout=outs[r], stderr=errs[r])
+                     for r, (host, env_r) in enumerate(zip(lab.hosts, lab.rank_envs(env), strict=True))]
+            codes = wait_ranks([p.poll for p in procs], timeout_s=timeout_s, grace_s=grace_s)
+            lab.kill_processes()
+            if any(code != 0 for code in codes):
+                raise LabError(_failure_message(spec, argv, codes, errs, timeout_s))
+            return _read(outs[0])
+        finally:
+            for handle in (*outs, *errs):
+                handle.close()
+
+
+def wait_ranks(polls: Sequence[Callable[[], int | None]], *, timeout_s: float, grace_s: float,
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+               ) -> list[int | None]:
+    """Wait until every rank exits, the first failure plus ``grace_s``, or ``timeout_s``; exit codes
+    (``None`` for a rank still running when the wait ended)."""
+    deadline = clock() + timeout_s
+    while True:
+        codes = [poll() for poll in polls]
+        if all(code is not None for code in codes):
+            return codes
+        if any(code not in (None, 0) for code in codes):
+            deadline = min(deadline, clock() + grace_s)
+            grace_s = float("inf")  # only the first failure starts the grace period
+        if clock() >= deadline:
+            return codes
+        sleep(_POLL_S)
+
+
+def _read(handle: IO[bytes]) -> str:
+    handle.flush()
+    handle.seek(0)
+    return handle.read().decode("utf-8", errors="replace")
+
+
+def _failure_message(spec: str, argv: Sequence[str], codes: Sequence[int | None], errs: Sequence[IO[bytes]],
+                     timeout_s: float) -> str:
+    lines = [f"lab {spec}: 'tensorfabric {' '.join(argv)}' failed"]
+    for rank, (code, err) in enumerate(zip(codes, errs, strict=True)):
+        status = f"still running after {timeout_s:g}s or the first failure, killed" if code is None \
+            else f"exit status {code}"
+        tail = _read(err)[-_TAIL_CHARS:].rstrip() or "(no stderr)"
+        lines.append(f"--- rank {rank} ({status}) ---\n{tail}")
+    return "\n".join(lines)
