@@ -1,0 +1,34 @@
+"""The tensor-transfer runtime: process groups, collectives, compression codecs, bucketing, launching.
+
+Importing this package does not import torch; the submodules import it where they need it.
+
+* :mod:`~tensorfabric.transfer.group` -- ``init()``, ``Group`` (rank table, mesh subgroups, collectives).
+* :mod:`~tensorfabric.transfer.launch` -- ``spawn()`` local ranks with a torchrun-style environment.
+* :mod:`~tensorfabric.transfer.codecs` -- ``get_codec("int8" | "int4" | "fp8" | "none", block=64)``.
+* :mod:`~tensorfabric.transfer.compressed` -- the quantized all_reduce / all_gather and their error bounds.
+* :mod:`~tensorfabric.transfer.bucket` -- flat buckets of many small tensors.
+* :mod:`~tensorfabric.transfer.stats` -- per-group op statistics.
+* :mod:`~tensorfabric.transfer.bench` -- the nccl-tests-style sweep behind ``tensorfabric bench``.
+"""
+
+from __future__ import annotations
+
+from tensorfabric.transfer.codecs import get_codec
+from tensorfabric.transfer.group import Group, Handle, RankEntry, SendRecv, init
+from tensorfabric.transfer.launch import SpawnError, free_port, spawn, under_torchrun
+from tensorfabric.transfer.stats import GroupStats, OpStat
+
+__all__ = [
+    "Group",
+    "GroupStats",
+    "Handle",
+    "OpStat",
+    "RankEntry",
+    "SendRecv",
+    "SpawnError",
+    "free_port",
+    "get_codec",
+    "init",
+    "spawn",
+    "under_torchrun",
+]

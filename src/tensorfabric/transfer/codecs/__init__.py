@@ -1,0 +1,52 @@
+"""Block-wise quantization codecs for compressed collectives, selected by name.
+
+Each codec lives in its own module and registers itself here; :func:`get_codec` is the only lookup. A codec
+turns a flat float32 tensor whose length is a multiple of its block into one flat ``uint8`` buffer laid out as
+``[payload | scales]`` -- payload first (``bits`` per element), then one float32 scale per block -- so a single
+collective moves both, and the wire size is exactly ``encoded_nbytes(numel)``.
+
+Error model: for an element in a block whose largest magnitude is ``M``, ``|decode(encode(x)) - x| <= u * M``
+where ``u = codec.unit_error`` (int8 1/254, int4 1/14, fp8-e4m3 1/16 + 2**-19/448, none 0). The derivations
+are in each codec's docstring; the collective bounds built on them are in
+:mod:`tensorfabric.transfer.compressed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tensorfabric.errors import InputError
+from tensorfabric.transfer.codecs.base import BlockCodec
+
+__all__ = ["BlockCodec", "CODECS", "codec_names", "get_codec", "register"]
+
+CODECS: dict[str, Callable[[int], BlockCodec]] = {}
+
+
+def register(name: str, factory: Callable[[int], BlockCodec]) -> None:
+    if name in CODECS:
+        raise ValueError(f"codec {name!r} registered twice")
+    CODECS[name] = factory
+
+
+def codec_names() -> list[str]:
+    _load()
+    return sorted(CODECS)
+
+
+def get_codec(name: str, block: int = 64) -> BlockCodec:
+    """The codec called ``name`` (``int8``, ``int4``, ``fp8``, ``none``) with ``block`` elements per scale."""
+    _load()
+    factory = CODECS.get(name)
+    if factory is None:
+        raise InputError(f"codec: {name!r} is not one of {', '.join(sorted(CODECS))}")
+    if isinstance(block, bool) or not isinstance(block, int) or block < 2 or block % 2:
+        raise InputError(f"codec block: {block!r} must be an even integer >= 2 such as 32, 64 or 128")
+    return factory(block)
+
+
+def _load() -> None:
+    # Importing a codec module registers it; done lazily so that `import tensorfabric.transfer` stays cheap.
+    if CODECS:
+        return
+    from tensorfabric.transfer.codecs import fp8, int4, int8, none  # noqa: F401

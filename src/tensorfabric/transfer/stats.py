@@ -1,0 +1,82 @@
+"""Per-group transfer statistics: what every collective moved and how long it took.
+
+Recording sits on the hot path of every collective, so it is a dict lookup and four additions on a mutable
+accumulator; readers take a frozen :class:`OpStat` snapshot. ``bytes`` counts the user's tensor (elements x
+element size, what nccl-tests calls the size), ``wire_bytes`` the encoded form a codec puts on the wire
+(payload + scales; equal to ``bytes`` without a codec). ``seconds`` is wall time from the call to completion
+(for async calls: to the end of ``wait()``).
+
+Listeners (``GroupStats.subscribe``) receive every record as it happens; this is how the telemetry exporter
+and the inference report observe transfers without transfer importing either of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["GroupStats", "OpStat", "Listener"]
+
+Listener = Callable[[str, str, int, int, float], None]
+"""Called as ``listener(op, codec, nbytes, wire_bytes, seconds)`` after each recorded call."""
+
+
+@dataclass(frozen=True)
+class OpStat:
+    """Totals for one (op, codec) pair of one group."""
+
+    op: str
+    """Collective name: ``all_reduce``, ``all_gather``, ``send`` ..."""
+    codec: str
+    """Codec name, ``none`` when uncompressed."""
+    calls: int
+    bytes: int
+    """Sum of the user tensors' sizes in bytes."""
+    wire_bytes: int
+    """Sum of the encoded sizes in bytes (payload + scales); equals ``bytes`` without a codec."""
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "codec": self.codec, "calls": self.calls, "bytes": self.bytes,
+                "wire_bytes": self.wire_bytes, "seconds": self.seconds}
+
+
+class GroupStats:
+    """Mutable accumulator owned by one :class:`~tensorfabric.transfer.group.Group`."""
+
+    __slots__ = ("_totals", "_listeners")
+
+    def __init__(self) -> None:
+        # (op, codec) -> [calls, bytes, wire_bytes, seconds]; a list, not a dataclass, to keep record() cheap.
+        self._totals: dict[tuple[str, str], list[Any]] = {}
+        self._listeners: list[Listener] = []
+
+    def record(self, op: str, codec: str, nbytes: int, wire_bytes: int, seconds: float) -> None:
+        entry = self._totals.get((op, codec))
+        if entry is None:
+            entry = self._totals[(op, codec)] = [0, 0, 0, 0.0]
+        entry[0] += 1
+        entry[1] += nbytes
+        entry[2] += wire_bytes
+        entry[3] += seconds
+        for listener in self._listeners:
+            listener(op, codec, nbytes, wire_bytes, seconds)
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def snapshot(self) -> list[OpStat]:
+        """Frozen totals, sorted by op then codec."""
+        return [OpStat(op, codec, int(c), int(b), int(w), float(s))
+                for (op, codec), (c, b, w, s) in sorted(self._totals.items())]
+
+    def get(self, op: str, codec: str = "none") -> OpStat:
+        c, b, w, s = self._totals.get((op, codec), (0, 0, 0, 0.0))
+        return OpStat(op, codec, int(c), int(b), int(w), float(s))
+
+    def reset(self) -> None:
+        self._totals.clear()
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in self.snapshot()]
