@@ -120,8 +120,9 @@ class Netlink:
     def add_bridge(self, ns: str, name: str, ports: Sequence[str], mtu: int) -> None:
         with self.ns(ns) as ipr:
             # STP off: a star and a routed leaf--spine have no bridge loops, and STP would hold every
-            # port in "listening" for two forward delays before passing traffic.
-            ipr.link("add", ifname=name, kind="bridge", br_stp_state=0, mtu=mtu)
+            # port in "listening" for two forward delays before passing traffic. Multicast snooping off:
+            # otherwise the bridge sends periodic IGMP reports (224.0.0.106) that show up in link counters.
+            ipr.link("add", ifname=name, kind="bridge", br_stp_state=0, br_mcast_snooping=0, mtu=mtu)
             bridge = ipr.link_lookup(ifname=name)[0]
             for port in ports:
                 ipr.link("set", index=ipr.link_lookup(ifname=port)[0], master=bridge)

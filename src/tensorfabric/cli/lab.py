@@ -1,0 +1,136 @@
+"""``tensorfabric lab``: build, inspect, use and remove network-namespace labs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tensorfabric.cli._common import RATE, console, emit_json
+
+DEFAULT_NAME = "lab"
+
+
+@click.group("lab")
+def cli() -> None:
+    """Emulated hosts in network namespaces, linked through switches by rate-shaped veth links (needs root)."""
+
+
+@cli.command("up")
+@click.option("--name", default=DEFAULT_NAME, show_default=True, help="Lab name (lowercase letters, digits).")
+@click.option("--hosts", type=int, required=True, help="Number of hosts, 1..64.")
+@click.option("--rate", type=RATE, required=True, help="Host link rate, each direction (e.g. 1gbit, 200mbit).")
+@click.option("--topology", type=click.Choice(["star", "leafspine"]), default="star", show_default=True)
+@click.option("--leaves", type=int, default=None, help="Leaf switches (leafspine; default 2).")
+@click.option("--spines", type=int, default=None, help="Spine switches (leafspine; default 2).")
+@click.option("--uplink-rate", type=RATE, default=None, help="Leaf-spine link rate (leafspine; default --rate).")
+@click.option("--mtu", type=int, default=1500, show_default=True, help="MTU of every lab interface, 576..9000.")
+@click.option("--subnet", default="198.18.0.0/15", show_default=True, help="IPv4 network for lab addresses.")
+@click.option("--json", "as_json", is_flag=True, help="Print the lab's status as JSON.")
+def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None, spines: int | None,
+           uplink_rate: float | None, mtu: int, subnet: str, as_json: bool) -> int:
+    """Build a lab; it stays until `tensorfabric lab down NAME`."""
+    from tensorfabric.lab import Lab
+
+    if topology == "leafspine":
+        leaves, spines = leaves or 2, spines or 2
+    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=leaves or 1, spines=spines or 1,
+              uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
+    lab.up(persistent=True)
+    _show(lab.status(), as_json)
+    return 0
+
+
+@cli.command("down")
+@click.argument("name", required=False)
+@click.option("--all", "all_", is_flag=True, help="Remove every stale lab (tf-* namespaces) instead of one.")
+@click.option("--force", is_flag=True, help="With --all: also labs held by a running process.")
+def down_cmd(name: str | None, all_: bool, force: bool) -> int:
+    """Remove lab NAME (exactly what its state file records), or with --all every stale lab."""
+    from tensorfabric.errors import InputError
+    from tensorfabric.lab import down_all, lab_down
+
+    if all_ == (name is not None):
+        raise InputError("lab down: give either a lab NAME or --all")
+    removed = down_all(include_owned=force) if all_ else lab_down(str(name))
+    click.echo(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
+    return 0
+
+
+@cli.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("name")
+@click.argument("host")
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def exec_cmd(name: str, host: str, argv: tuple[str, ...]) -> int:
+    """Run a command in HOST of lab NAME: `tensorfabric lab exec demo h0 -- ip addr`. Exits with its status."""
+    from tensorfabric.lab import Lab
+
+    # click keeps the '--' that separates our arguments from the command's (interspersed args are off).
+    command = list(argv[1:] if argv[:1] == ("--",) else argv)
+    return Lab.attach(name).exec(host, command, capture=False).returncode
+
+
+@cli.command("status")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status_cmd(name: str, as_json: bool) -> int:
+    """Hosts, addresses, links, rates and per-link counters of lab NAME."""
+    from tensorfabric.lab import Lab
+
+    _show(Lab.attach(name).status(), as_json)
+    return 0
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cmd(as_json: bool) -> int:
+    """Labs recorded in the state directory."""
+    from tensorfabric.lab.state import StateStore
+
+    store = StateStore()
+    labs = []
+    for lab_name in store.names():
+        state = store.load(lab_name)
+        labs.append({"name": lab_name, "phase": state.phase, "hosts": state.spec.hosts,
+                     "topology": state.spec.topology, "rate_bps": state.spec.rate_bps,
+                     "owner_pid": None if state.owner is None else state.owner.pid})
+    if as_json:
+        emit_json({"state_dir": str(store.directory), "labs": labs})
+    else:
+        for lab in labs:
+            click.echo(f"{lab['name']}\t{lab['phase']}\t{lab['topology']}\t{lab['hosts']} hosts")
+    return 0
+
+
+def _show(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(status)
+        return
+    from rich.table import Table
+
+    from tensorfabric.units import format_size
+
+    con = console()
+    con.width = max(con.width, 120)  # the links table is wide; never truncate addresses or counters
+    con.print(f"lab [bold]{status['name']}[/]: {status['topology']}, {len(status['hosts'])} hosts, "
+              f"subnet {status['subnet']}, mtu {status['mtu']}")
+    hosts = Table(title="hosts")
+    for col in ("host", "rank", "netns", "interface", "address"):
+        hosts.add_column(col)
+    for h in status["hosts"]:
+        hosts.add_row(h["name"], str(h["rank"]), h["netns"], h["interface"], h["address"])
+    con.print(hosts)
+    links = Table(title="links (counters per sending end: tx = leaving that end, qdisc = its tbf)")
+    for col in ("from", "to", "rate", "tx bytes", "tx pkts", "drops", "qdisc drops", "overlimits", "backlog"):
+        links.add_column(col, justify="left" if col in ("from", "to") else "right")
+    for link in status["links"]:
+        for src, dst in ((0, 1), (1, 0)):
+            end = link["ends"][src]
+            if not end["present"]:
+                links.add_row(end["endpoint"], link["ends"][dst]["endpoint"], link["rate"], "missing", *[""] * 5)
+                continue
+            q = end["qdisc"] or {}
+            links.add_row(end["endpoint"], link["ends"][dst]["endpoint"], link["rate"],
+                          format_size(end["tx_bytes"]), str(end["tx_packets"]), str(end["tx_dropped"]),
+                          str(q.get("drops", "")), str(q.get("overlimits", "")), str(q.get("backlog", "")))
+    con.print(links)
