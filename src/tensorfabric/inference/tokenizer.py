@@ -1,0 +1,64 @@
+"""Text in, text out: ``tokenizer.json`` through the ``tokenizers`` package.
+
+The tiny model gets a byte-level tokenizer written in the same format real checkpoints ship, so one code
+path serves both: ids 0 and 1 are ``<s>``/``</s>``, ids 2..257 are the 256 bytes, the rest are reserved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tensorfabric.errors import InputError, ParseError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+__all__ = ["BYTE_OFFSET", "TOKENIZER_NAME", "byte_level_tokenizer", "load_tokenizer"]
+
+TOKENIZER_NAME = "tokenizer.json"
+BYTE_OFFSET = 2
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable stand-in for every byte (what the ByteLevel pre-tokenizer emits)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1))
+    chars = printable[:]
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
+
+
+def byte_level_tokenizer(vocab_size: int) -> Tokenizer:
+    """A tokenizer with one token per byte, ``<s>`` prepended, reserved tokens filling ``vocab_size``."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    if vocab_size < 256 + BYTE_OFFSET:
+        raise InputError(f"vocab size {vocab_size} is too small for a byte-level tokenizer; use at least 258")
+    vocab = {"<s>": 0, "</s>": 1}
+    vocab.update({ch: b + BYTE_OFFSET for b, ch in _bytes_to_unicode().items()})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<s>", special=True), AddedToken("</s>", special=True)])
+    reserved = [AddedToken(f"<reserved_{i}>", special=True) for i in range(vocab_size - len(vocab))]
+    tok.add_special_tokens(reserved)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    return tok
+
+
+def load_tokenizer(directory: Path) -> Tokenizer:
+    from tokenizers import Tokenizer
+
+    path = Path(directory) / TOKENIZER_NAME
+    if not path.is_file():
+        raise InputError(f"{str(directory)!r} has no {TOKENIZER_NAME}; text needs the checkpoint's tokenizer")
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception on malformed files
+        raise ParseError(f"not a tokenizers JSON file: {exc}", source=str(path)) from exc
