@@ -1,0 +1,164 @@
+"""Shared parsing helpers: checked numbers, interface ranges and an indentation tree for CLI configs.
+
+Every helper raises :class:`~tensorfabric.errors.ParseError` with the source, line and excerpt, so a parser
+built from them can only fail in that one way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from tensorfabric import units
+from tensorfabric.errors import InputError, ParseError
+
+__all__ = [
+    "Block",
+    "Where",
+    "block_tree",
+    "device_from_source",
+    "expand_interfaces",
+    "parse_float",
+    "parse_int",
+    "parse_priorities",
+    "parse_bytes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Where a value came from, for error messages."""
+
+    source: str
+    line: int | None = None
+    excerpt: str = ""
+
+    def error(self, message: str) -> ParseError:
+        return ParseError(message, source=self.source, line=self.line, excerpt=self.excerpt)
+
+
+def parse_int(text: str, where: Where, *, what: str, lo: int | None = None, hi: int | None = None) -> int:
+    """A decimal integer within ``[lo, hi]``."""
+    if not re.fullmatch(r"[+-]?\d{1,18}", text.strip()):
+        raise where.error(f"{what}: {text!r} is not an integer")
+    value = int(text)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"{lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'}"
+        raise where.error(f"{what}: {value} is out of range {bounds}")
+    return value
+
+
+def parse_float(text: str, where: Where, *, what: str, lo: float = 0.0) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise where.error(f"{what}: {text!r} is not a number") from None
+    if not value >= lo or value == float("inf"):
+        raise where.error(f"{what}: {text!r} must be a finite number >= {lo:g}")
+    return value
+
+
+def parse_bytes(text: str, where: Where, *, what: str) -> int:
+    """A byte count, bare or with a unit (``150000``, ``150KB``, ``1.5MB``)."""
+    try:
+        return units.parse_size(text, what=what, allow_zero=True)
+    except InputError as exc:
+        raise where.error(str(exc)) from None
+
+
+_RANGE_ITEM = re.compile(r"^(\d{1,2})(?:-(\d{1,2}))?$")
+
+
+def parse_priorities(text: str, where: Where, *, what: str, hi: int = 7) -> frozenset[int]:
+    """``3``, ``3,4``, ``2-4`` or an empty string into a set of priorities 0..hi."""
+    found: set[int] = set()
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        match = _RANGE_ITEM.match(item)
+        if match is None:
+            raise where.error(f"{what}: {item!r} must be a number or range such as '3' or '24-31'")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if first > last or last > hi:
+            raise where.error(f"{what}: {item!r} must lie within 0..{hi} and run upwards")
+        found.update(range(first, last + 1))
+    return frozenset(found)
+
+
+_IFACE = re.compile(r"^([A-Za-z][A-Za-z-]*?)\s*((?:\d+/)*)(\d+)$")
+
+
+def expand_interfaces(text: str, where: Where) -> list[str]:
+    """Expand interface lists and ranges into names.
+
+    Accepts ``swp1``, ``swp1-4``, ``swp1,swp3``, ``Ethernet1-4``, ``Ethernet1/1-48``, ``ethernet 1/1-1/48``
+    (NX-OS writes the range end with or without its slot). Names keep the spelling of the first element
+    with the type capitalised as vendors print it (``ethernet 1/1`` becomes ``Ethernet1/1``).
+    """
+    names: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            raise where.error(f"interface list {text!r} has an empty element")
+        first, sep, last = item.partition("-")
+        first = first.replace(" ", "")
+        match = _IFACE.match(first)
+        if match is None:
+            raise where.error(f"interface {item!r} must look like 'swp1', 'Ethernet1/1' or 'Ethernet1-4'")
+        kind, slots, start = match.group(1), match.group(2), int(match.group(3))
+        kind = kind[0].upper() + kind[1:] if kind.lower() == "ethernet" else kind
+        if not sep:
+            names.append(f"{kind}{slots}{start}")
+            continue
+        tail = last.strip().split("/")[-1]
+        if not tail.isdigit() or (last.count("/") and last.strip().rsplit("/", 1)[0] + "/" != slots):
+            raise where.error(f"interface range {item!r} must end with a port number on the same slot")
+        end = int(tail)
+        if end < start or end - start > 4096:
+            raise where.error(f"interface range {item!r} must run upwards over at most 4096 ports")
+        names.extend(f"{kind}{slots}{n}" for n in range(start, end + 1))
+    return names
+
+
+def device_from_source(source: str) -> str:
+    """A device name from a file name: ``configs/leaf1.eos`` -> ``leaf1``."""
+    name = PurePath(source).name
+    return name.split(".", 1)[0] or name
+
+
+@dataclass(slots=True)
+class Block:
+    """One line of an indented CLI configuration and the lines indented under it."""
+
+    text: str
+    line: int
+    children: list[Block] = field(default_factory=list)
+
+    @property
+    def words(self) -> list[str]:
+        return self.text.split()
+
+    def where(self, source: str) -> Where:
+        return Where(source, self.line, self.text)
+
+
+def block_tree(text: str, source: str, *, comments: tuple[str, ...] = ("!", "#")) -> list[Block]:
+    """Parse an indented CLI configuration (EOS, NX-OS) into a forest by indentation depth."""
+    roots: list[Block] = []
+    stack: list[tuple[int, Block]] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
+            raw = raw.expandtabs(4)
+        stripped = raw.strip()
+        if not stripped or stripped.startswith(comments):
+            continue
+        if any(ord(ch) < 32 for ch in stripped):
+            raise ParseError("line holds control characters", source=source, line=number, excerpt=stripped)
+        depth = len(raw) - len(raw.lstrip(" "))
+        node = Block(stripped, number)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        (stack[-1][1].children if stack else roots).append(node)
+        stack.append((depth, node))
+    return roots

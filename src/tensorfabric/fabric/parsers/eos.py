@@ -1,0 +1,191 @@
+"""Arista EOS running-config (the QoS/PFC subset) into a :class:`Deployed`.
+
+Understood: ``hostname``; ``qos map dscp D... to traffic-class T``; ``qos map traffic-class T to tx-queue Q``;
+``qos profile NAME`` blocks (``qos trust``, ``priority-flow-control on``/``priority N no-drop``,
+``uc-tx-queue``/``tx-queue`` blocks with ``priority strict``, ``bandwidth percent`` and
+``random-detect ecn``); the global ``priority-flow-control pause watchdog`` lines; and ``interface`` blocks
+with ``mtu``, ``speed``, ``service-profile`` and the same QoS lines as a profile. ECN thresholds must be in
+bytes, kbytes (x1000) or mbytes (x1000000): segments and milliseconds depend on the platform and are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tensorfabric import units
+from tensorfabric.errors import InputError
+from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust, Watchdog
+from tensorfabric.fabric.parsers._common import (
+    Block,
+    Where,
+    block_tree,
+    device_from_source,
+    expand_interfaces,
+    parse_float,
+    parse_int,
+)
+
+__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+
+FORMAT = "eos"
+SUFFIXES = (".eos",)
+_MARKERS = ("qos map dscp", "qos profile", "priority-flow-control pause watchdog", "service-profile",
+            "uc-tx-queue")
+_UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
+_TRUST: dict[str, Trust] = {"dscp": "dscp", "cos": "pcp"}
+
+
+def sniff(text: str) -> bool:
+    return any(marker in text for marker in _MARKERS)
+
+
+@dataclass
+class _Qos:
+    """QoS lines of one profile or interface; ``None`` where the block says nothing."""
+
+    trust: Trust | None = None
+    pfc_on: bool | None = None
+    no_drop: set[int] = field(default_factory=set)
+    strict: set[int] = field(default_factory=set)
+    weights: dict[int, int] = field(default_factory=dict)
+    ecn: dict[int, EcnProfile] = field(default_factory=dict)
+    watchdog: bool | None = None
+    touched: bool = False
+
+
+def _threshold(words: list[str], key: str, where: Where) -> int:
+    i = words.index(key) if key in words else len(words)
+    if i + 2 >= len(words):
+        raise where.error(f"random-detect needs '{key} N UNIT'")
+    unit = words[i + 2]
+    if unit not in _UNITS:
+        raise where.error(f"{key} unit {unit!r} cannot be converted to bytes; use bytes, kbytes or mbytes")
+    return round(parse_float(words[i + 1], where, what=key) * _UNITS[unit])
+
+
+def _qos_line(block: Block, where: Where, qos: _Qos) -> bool:
+    w = block.words
+    if w[:2] == ["qos", "trust"] and len(w) == 3:
+        if w[2] not in _TRUST:
+            raise where.error(f"qos trust {w[2]!r} must be 'dscp' or 'cos'")
+        qos.trust = _TRUST[w[2]]
+    elif w == ["priority-flow-control", "on"] or w == ["priority-flow-control", "mode", "on"]:
+        qos.pfc_on = True
+    elif w in (["no", "priority-flow-control"], ["priority-flow-control", "off"]):
+        qos.pfc_on = False
+    elif w[:2] == ["priority-flow-control", "priority"] and len(w) == 4:
+        prio = parse_int(w[2], where, what="priority", lo=0, hi=7)
+        (qos.no_drop.add if w[3] == "no-drop" else qos.no_drop.discard)(prio)
+    elif w[:3] == ["priority-flow-control", "pause", "watchdog"] and len(w) == 3:
+        qos.watchdog = True
+    elif w[:4] == ["no", "priority-flow-control", "pause", "watchdog"]:
+        qos.watchdog = False
+    elif w[0] in ("uc-tx-queue", "tx-queue") and len(w) == 2:
+        queue = parse_int(w[1], where, what=w[0], lo=0, hi=7)
+        for child in block.children:
+            cw, cwhere = child.words, child.where(where.source)
+            if cw == ["priority", "strict"]:
+                qos.strict.add(queue)
+            elif cw[:2] == ["bandwidth", "percent"] and len(cw) == 3:
+                qos.weights[queue] = parse_int(cw[2], cwhere, what="bandwidth percent", lo=0, hi=100)
+            elif cw[:2] == ["random-detect", "ecn"]:
+                pmax = 100.0
+                if "max-mark-probability" in cw and cw.index("max-mark-probability") + 1 < len(cw):
+                    pmax = parse_float(cw[cw.index("max-mark-probability") + 1], cwhere, what="max-mark-probability")
+                qos.ecn[queue] = EcnProfile(_threshold(cw, "minimum-threshold", cwhere),
+                                            _threshold(cw, "maximum-threshold", cwhere), pmax, True)
+    else:
+        return False
+    qos.touched = True
+    return True
+
+
+def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+    tree = block_tree(text, source)
+    hostname: str | None = None
+    dscp: dict[int, int] = {}
+    queue: dict[int, int] = {}
+    profiles: dict[str, _Qos] = {}
+    wd: dict[str, float] = {}
+    wd_action: str | None = None
+    wd_seen = False
+    ports: list[PortQos] = []
+    for block in tree:
+        w, where = block.words, block.where(source)
+        if w[0] == "hostname" and len(w) == 2:
+            hostname = w[1]
+        elif w[:3] == ["qos", "map", "dscp"] and "to" in w and w[-2] == "traffic-class":
+            tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
+            for item in w[3:w.index("to")]:
+                dscp[parse_int(item, where, what="dscp", lo=0, hi=63)] = tc
+        elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 6 and w[4] in ("tx-queue", "uc-tx-queue"):
+            queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[5], where, what="tx-queue",
+                                                                                        lo=0, hi=7)
+        elif w[:2] == ["qos", "profile"] and len(w) == 3:
+            qos = profiles.setdefault(w[2], _Qos())
+            for child in block.children:
+                _qos_line(child, child.where(source), qos)
+        elif w[:4] == ["priority-flow-control", "pause", "watchdog", "default"] and len(w) == 6:
+            wd_seen = True
+            wd[w[4]] = parse_float(w[5], where, what=f"watchdog {w[4]}") * 1000.0
+        elif w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5:
+            wd_seen, wd_action = True, w[4]
+        elif w[0] == "interface" and len(w) >= 2:
+            ports.extend(_interface(block, source, profiles))
+    if not (dscp or profiles or ports or wd_seen):
+        raise Where(source).error("no EOS QoS, PFC or interface configuration found")
+    # Timers are global; the watchdog itself is switched on per interface or profile.
+    timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
+                      action=wd_action or "drop", polling_ms=wd.get("polling-interval"))
+    watchdog = timers if wd_seen else None
+    ports = [replace(p, watchdog=replace(timers, enabled=p.watchdog.enabled)) if p.watchdog is not None else p
+             for p in ports]
+    return Deployed(device=device or hostname or device_from_source(source), kind="switch", format=FORMAT,
+                    source=source, dscp_to_priority=dscp, priority_to_queue=queue, watchdog=watchdog,
+                    ports=tuple(ports))
+
+
+def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[PortQos]:
+    where = block.where(source)
+    names = expand_interfaces(" ".join(block.words[1:]), where)
+    own = _Qos()
+    mtu: int | None = None
+    speed: float | None = None
+    profile: _Qos | None = None
+    for child in block.children:
+        cw, cwhere = child.words, child.where(source)
+        if cw[0] == "mtu" and len(cw) == 2:
+            mtu = parse_int(cw[1], cwhere, what="mtu", lo=68, hi=65535)
+        elif cw[0] == "speed" and len(cw) >= 2:
+            try:
+                speed = units.parse_rate(cw[-1].removesuffix("full").removesuffix("-8"), what="speed")
+            except InputError as exc:
+                raise cwhere.error(str(exc)) from None
+        elif cw[0] == "service-profile" and len(cw) == 2:
+            if cw[1] not in profiles:
+                raise cwhere.error(f"service-profile {cw[1]!r} is not defined above")
+            profile = profiles[cw[1]]
+        else:
+            _qos_line(child, cwhere, own)
+    merged = _merge(profile, own)
+    pfc = None if merged.pfc_on is None else (frozenset(merged.no_drop) if merged.pfc_on else frozenset())
+    return [PortQos(
+        name=name, mtu=mtu, speed_bps=speed, trust=merged.trust, pfc_priorities=pfc,
+        ecn=dict(merged.ecn) if merged.touched else None,
+        strict_queues=frozenset(merged.strict) if merged.touched else None,
+        watchdog=None if merged.watchdog is None else Watchdog(merged.watchdog),
+    ) for name in names]
+
+
+def _merge(profile: _Qos | None, own: _Qos) -> _Qos:
+    base = profile or _Qos()
+    return _Qos(
+        trust=own.trust or base.trust,
+        pfc_on=own.pfc_on if own.pfc_on is not None else base.pfc_on,
+        no_drop=own.no_drop or base.no_drop,
+        strict=own.strict or base.strict,
+        weights=own.weights or base.weights,
+        ecn={**base.ecn, **own.ecn},
+        watchdog=own.watchdog if own.watchdog is not None else base.watchdog,
+        touched=own.touched or base.touched,
+    )

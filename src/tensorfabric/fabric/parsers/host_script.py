@@ -1,0 +1,188 @@
+"""A host set-up shell script (ours, or a doRoCE-style one) into a host :class:`Deployed`.
+
+Understands the commands :mod:`tensorfabric.fabric.renderers.host` writes and the ones NVIDIA's doRoCE
+uses: ``mlnx_qos -i IF`` with ``--trust``, ``--pfc``, ``--dscp2prio set,D,P`` and ``--cable_len``;
+``ip link set dev IF mtu N``; ``echo V > /sys/class/net/IF/ecn/...`` for DCQCN enables and the CNP DSCP and
+priority; ``ethtool --set-tunable IF pfc-prevention-tout MS``; and NCCL settings written with ``export`` or
+into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do more than QoS.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
+from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
+from tensorfabric.fabric.parsers.nccl_env import parse_env_lines
+
+__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+
+FORMAT = "host-script"
+SUFFIXES = (".sh", ".bash")
+_DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
+_SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
+_DEFAULT_DSCP = {dscp: dscp >> 3 for dscp in range(64)}
+_TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
+
+
+def sniff(text: str) -> bool:
+    return text.startswith("#!") and ("mlnx_qos" in text or "/sys/class/net/" in text)
+
+
+@dataclass
+class _Nic:
+    trust: Trust | None = None
+    pfc: frozenset[int] | None = None
+    dscp_sets: dict[int, int] = field(default_factory=dict)
+    mtu: int | None = None
+    cable: float | None = None
+    np: set[int] = field(default_factory=set)
+    rp: set[int] = field(default_factory=set)
+    cnp_dscp: int | None = None
+    cnp_prio: int | None = None
+    storm_ms: float | None = None
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not pending:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            pending += raw.rstrip()[:-1] + " "
+            continue
+        out.append((start, pending + raw))
+        pending = ""
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+    if not sniff(text):
+        raise Where(source).error("not a host set-up script: expected '#!' and mlnx_qos or /sys/class/net commands")
+    nics: dict[str, _Nic] = {}
+    env: dict[str, str] = {}
+    for number, line in _logical_lines(text):
+        where = Where(source, number, line.strip())
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise where.error(f"line does not parse as shell words: {exc}") from None
+        if not words:
+            continue
+        handler = _COMMANDS.get(words[0])
+        if handler is not None:
+            handler(words, where, nics, env)
+    name = device or (m.group(1) if (m := _DEVICE.search(text)) else device_from_source(source))
+    ports = tuple(_port(netdev, nic) for netdev, nic in nics.items())
+    first = ports[0] if ports else PortQos(name="")
+    return Deployed(
+        device=name, kind="host", format=FORMAT, source=source,
+        dscp_to_priority=dict(first.dscp_to_priority or {}),
+        pfc_priorities=first.pfc_priorities, trust=first.trust, mtu=first.mtu,
+        cnp_dscp=first.cnp_dscp, cnp_priority=first.cnp_priority,
+        nccl_env=env, ports=ports,
+    )
+
+
+def _port(netdev: str, nic: _Nic) -> PortQos:
+    dscp: dict[int, int] | None = None
+    if nic.trust == "dscp" or nic.dscp_sets:
+        dscp = {**_DEFAULT_DSCP, **nic.dscp_sets}
+    watchdog = Watchdog(enabled=nic.storm_ms > 0, detection_ms=nic.storm_ms, action="nic-storm-prevention") \
+        if nic.storm_ms is not None else None
+    return PortQos(
+        name=netdev, pfc_priorities=nic.pfc, trust=nic.trust, mtu=nic.mtu, cable_length_m=nic.cable,
+        ecn_priorities=frozenset(nic.np & nic.rp) if nic.np or nic.rp else None,
+        watchdog=watchdog, dscp_to_priority=dscp, cnp_dscp=nic.cnp_dscp, cnp_priority=nic.cnp_prio,
+    )
+
+
+def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    args = [part for word in words[1:] for part in (word.split("=", 1) if word.startswith("--") else [word])]
+    options: dict[str, list[str]] = {}
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and i + 1 < len(args):
+            options.setdefault(arg, []).append(args[i + 1])
+    netdev = next(iter(options.get("-i") or options.get("--interface") or []), None)
+    if netdev is None:
+        raise where.error("mlnx_qos needs -i IF")
+    nic = nics.setdefault(netdev, _Nic())
+    for value in options.get("--trust", []):
+        if value not in _TRUSTS:
+            raise where.error(f"--trust {value!r} must be 'dscp' or 'pcp'")
+        nic.trust = _TRUSTS[value]
+    for value in options.get("--pfc", []) + options.get("-f", []):
+        flags = value.split(",")
+        if len(flags) != 8 or any(f not in ("0", "1") for f in flags):
+            raise where.error(f"--pfc {value!r} must be eight comma-separated 0/1 flags")
+        nic.pfc = frozenset(i for i, f in enumerate(flags) if f == "1")
+    for value in options.get("--dscp2prio", []):
+        parts = value.split(",")
+        if parts[0] == "flush":
+            nic.dscp_sets.clear()
+            nic.trust = "pcp"
+        elif parts[0] in ("set", "del") and len(parts) == 3:
+            dscp = parse_int(parts[1], where, what="dscp", lo=0, hi=63)
+            prio = parse_int(parts[2], where, what="priority", lo=0, hi=7)
+            if parts[0] == "set":
+                nic.dscp_sets[dscp] = prio
+            else:
+                nic.dscp_sets.pop(dscp, None)
+        else:
+            raise where.error(f"--dscp2prio {value!r} must be 'set,DSCP,PRIO', 'del,DSCP,PRIO' or 'flush'")
+    for value in options.get("--cable_len", []):
+        nic.cable = parse_float(value, where, what="cable length")
+
+
+def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if words[1:3] == ["link", "set"] and "mtu" in words:
+        position = words.index("mtu")
+        if position + 1 >= len(words) or len(words) < 6:
+            raise where.error("expected 'ip link set dev IF mtu N'")
+        netdev = words[words.index("dev") + 1] if "dev" in words[:-1] else words[3]
+        nics.setdefault(netdev, _Nic()).mtu = parse_int(words[position + 1], where, what="mtu", lo=68, hi=65535)
+
+
+def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if ">" not in words or words.index(">") != 2 or len(words) != 4:
+        return
+    value, path = words[1], words[3]
+    match = _SYSFS.match(path)
+    if match is None:
+        return
+    nic = nics.setdefault(match.group(1), _Nic())
+    if match.group(4) is not None:
+        enabled = parse_int(value, where, what=path, lo=0, hi=1) == 1
+        target = nic.np if match.group(2) == "np" else nic.rp
+        (target.add if enabled else target.discard)(int(match.group(4)))
+    elif match.group(3) == "cnp_dscp":
+        nic.cnp_dscp = parse_int(value, where, what="cnp_dscp", lo=0, hi=63)
+    else:
+        nic.cnp_prio = parse_int(value, where, what="cnp_802p_prio", lo=0, hi=7)
+
+
+def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if len(words) >= 5 and words[1] == "--set-tunable" and words[3] == "pfc-prevention-tout":
+        nics.setdefault(words[2], _Nic()).storm_ms = parse_float(words[4], where, what="pfc-prevention-tout")
+
+
+def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if len(words) >= 2 and words[1] == "%s\\n" and ">" in words:
+        body = "\n".join(words[2:words.index(">")])
+        env.update(parse_env_lines(body, where.source))
+
+
+def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    env.update(parse_env_lines("\n".join(w for w in words[1:] if "=" in w), where.source))
+
+
+_Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], None]
+_COMMANDS: dict[str, _Handler] = {
+    "mlnx_qos": _mlnx_qos, "ip": _ip, "echo": _echo, "ethtool": _ethtool, "printf": _printf, "export": _export,
+}

@@ -1,0 +1,54 @@
+"""An NCCL environment file (``/etc/nccl.conf``, ``~/.nccl.conf`` or a shell ``.env``) into a host Deployed.
+
+Accepts ``NAME=value`` and ``export NAME=value`` lines with shell quoting, ``#`` comments and blank lines,
+which covers what NCCL itself reads and what job launchers source.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from tensorfabric.fabric.deployed import Deployed
+from tensorfabric.fabric.parsers._common import Where, device_from_source
+
+__all__ = ["FORMAT", "SUFFIXES", "parse", "parse_env_lines", "sniff"]
+
+FORMAT = "nccl-env"
+SUFFIXES = (".env", ".conf")
+_ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    return [(n, ln.strip()) for n, ln in enumerate(text.splitlines(), start=1)
+            if ln.strip() and not ln.strip().startswith("#")]
+
+
+def sniff(text: str) -> bool:
+    lines = _lines(text)
+    return bool(lines) and all(_ASSIGN.match(ln) for _, ln in lines) and "NCCL_" in text
+
+
+def parse_env_lines(text: str, source: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for number, line in _lines(text):
+        where = Where(source, number, line)
+        match = _ASSIGN.match(line)
+        if match is None:
+            raise where.error("expected NAME=value (optionally prefixed by 'export')")
+        try:
+            words = shlex.split(match.group(2), comments=True) if match.group(2) else [""]
+        except ValueError as exc:
+            raise where.error(f"value does not parse as a shell word: {exc}") from None
+        if len(words) > 1:
+            raise where.error(f"value of {match.group(1)} must be one word; quote it if it holds spaces")
+        env[match.group(1)] = words[0] if words else ""
+    return env
+
+
+def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+    env = parse_env_lines(text, source)
+    if not env:
+        raise Where(source).error("no NAME=value lines found")
+    return Deployed(device=device or device_from_source(source), kind="host", format=FORMAT, source=source,
+                    nccl_env=env)

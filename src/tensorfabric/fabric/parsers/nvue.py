@@ -1,0 +1,253 @@
+"""Cumulus Linux NVUE commands (``nv config show -o commands`` or a script of ``nv set`` lines) into a Deployed.
+
+Profiles work as on the switch: ``default-global`` applies to every port, and an interface that names a
+``qos pfc profile`` or ``qos congestion-control profile`` gets that profile instead. ``nv set qos roce``
+applies NVIDIA's RoCE macro (DSCP 26 -> switch-priority 3 lossless, DSCP 48 -> 6 strict, ECN 150000/1500000
+bytes at 100 %, trust both); explicit lines override it, as on the switch.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from tensorfabric import units
+from tensorfabric.errors import InputError
+from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
+from tensorfabric.fabric.parsers._common import (
+    Where,
+    device_from_source,
+    expand_interfaces,
+    parse_bytes,
+    parse_float,
+    parse_int,
+    parse_priorities,
+)
+
+__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+
+FORMAT = "nvue"
+SUFFIXES = (".nvue",)
+_TRUST: dict[str, Trust] = {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "pcp": "pcp", "dscp": "dscp"}
+_DEFAULT = "default-global"
+
+
+def sniff(text: str) -> bool:
+    return any(line.strip().startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
+
+
+@dataclass
+class _Pfc:
+    priorities: set[int] = field(default_factory=set)
+    cable: float | None = None
+    xoff: int | None = None
+    xon: int | None = None
+    size: int | None = None
+
+
+@dataclass
+class _Ecn:
+    kmin: int | None = None
+    kmax: int | None = None
+    pmax: float = 100.0
+    ecn: bool = False
+
+
+@dataclass
+class _Port:
+    mtu: int | None = None
+    speed: float | None = None
+    pfc_profile: str | None = None
+    ecn_profile: str | None = None
+    watchdog: bool | None = None
+
+
+@dataclass
+class _State:
+    hostname: str | None = None
+    trust: Trust | None = None
+    dscp: dict[int, int] = field(default_factory=dict)
+    queue: dict[int, int] = field(default_factory=dict)
+    pfc: dict[str, _Pfc] = field(default_factory=dict)
+    ecn: dict[str, dict[int, _Ecn]] = field(default_factory=dict)
+    strict: set[int] = field(default_factory=set)
+    weights: dict[int, int] = field(default_factory=dict)
+    wd_poll: float | None = None
+    wd_robust: int | None = None
+    wd_seen: bool = False
+    ports: dict[str, _Port] = field(default_factory=dict)
+
+
+def _roce_macro(state: _State) -> None:
+    state.trust = state.trust or "pcp,dscp"
+    state.dscp.setdefault(26, 3)
+    state.dscp.setdefault(48, 6)
+    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(3)
+    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(3, _Ecn())
+    ecn.kmin, ecn.kmax, ecn.pmax, ecn.ecn = 150000, 1500000, 100.0, True
+    state.strict.add(6)
+
+
+def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+    state = _State()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = Where(source, number, line)
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise where.error(f"line does not parse: {exc}") from None
+        if words[:1] != ["nv"] or len(words) < 2:
+            raise where.error("expected an NVUE command starting with 'nv'")
+        if words[1] != "set":
+            continue  # nv config apply/save, nv unset on things we do not model
+        _apply(words[2:], where, state)
+    if not (state.dscp or state.pfc or state.ports or state.ecn or state.hostname):
+        raise Where(source).error("no NVUE QoS, interface or hostname settings found")
+    return _build(state, source, device)
+
+
+@dataclass(frozen=True)
+class _Args:
+    """The words after ``nv set`` with checked access by position."""
+
+    words: list[str]
+    where: Where
+
+    def text(self, i: int, what: str) -> str:
+        if i >= len(self.words):
+            raise self.where.error(f"{what} needs a value")
+        return self.words[i]
+
+    def num(self, i: int, what: str, lo: int = 0, hi: int | None = None) -> int:
+        return parse_int(self.text(i, what), self.where, what=what, lo=lo, hi=hi)
+
+
+def _apply(args: list[str], where: Where, st: _State) -> None:
+    a = _Args(args, where)
+    num, arg = a.num, a.text
+    head = args[:3]
+    if args[:2] == ["system", "hostname"]:
+        st.hostname = arg(2, "hostname")
+    elif args[:2] == ["qos", "roce"]:
+        _roce_macro(st)
+    elif head == ["qos", "mapping", _DEFAULT] and args[3:4] == ["trust"]:
+        value = arg(4, "trust")
+        if value not in _TRUST:
+            raise where.error(f"trust {value!r} must be one of {', '.join(_TRUST)}")
+        st.trust = _TRUST[value]
+    elif head == ["qos", "mapping", _DEFAULT] and args[3:4] == ["dscp"] and args[5:6] == ["switch-priority"]:
+        for dscp in parse_priorities(arg(4, "dscp"), where, what="dscp", hi=63):
+            st.dscp[dscp] = num(6, "switch-priority", hi=7)
+    elif head == ["qos", "egress-queue-mapping", _DEFAULT] and args[3:4] == ["switch-priority"]:
+        if args[5:6] != ["traffic-class"]:
+            raise where.error("expected 'switch-priority P traffic-class Q'")
+        st.queue[num(4, "switch-priority", hi=7)] = num(6, "traffic-class", hi=7)
+    elif args[:2] == ["qos", "pfc"] and len(args) >= 4:
+        _pfc(a, st.pfc.setdefault(args[2], _Pfc()))
+    elif args[:2] == ["qos", "congestion-control"] and args[3:4] == ["traffic-class"]:
+        for tc in parse_priorities(arg(4, "traffic-class"), where, what="traffic-class"):
+            _ecn(args[5:], where, st.ecn.setdefault(args[2], {}).setdefault(tc, _Ecn()))
+    elif args[:2] == ["qos", "egress-scheduler"] and args[3:4] == ["traffic-class"]:
+        tcs = parse_priorities(arg(4, "traffic-class"), where, what="traffic-class")
+        if args[5:6] == ["mode"]:
+            mode = arg(6, "mode")
+            (st.strict.update if mode == "strict" else st.strict.difference_update)(tcs)
+        elif args[5:6] == ["bw-percent"]:
+            st.weights.update(dict.fromkeys(tcs, num(6, "bw-percent", hi=100)))
+    elif args[:2] == ["qos", "pfc-watchdog"]:
+        st.wd_seen = True
+        if args[2:3] == ["polling-interval"]:
+            st.wd_poll = float(num(3, "polling-interval", lo=1))
+        elif args[2:3] == ["robustness"]:
+            st.wd_robust = num(3, "robustness", lo=1)
+    elif args[:1] == ["interface"] and len(args) >= 3:
+        for name in expand_interfaces(args[1], where):
+            _interface(a, st.ports.setdefault(name, _Port()), st)
+
+
+def _pfc(a: _Args, pfc: _Pfc) -> None:
+    where, num, arg = a.where, a.num, a.text
+    key = a.words[3]
+    if key == "switch-priority":
+        pfc.priorities.update(parse_priorities(arg(4, key), where, what=key))
+    elif key == "cable-length":
+        pfc.cable = float(num(4, key, 1))
+    elif key in ("xoff-threshold", "xon-threshold", "port-buffer"):
+        value = parse_bytes(arg(4, key), where, what=key)
+        setattr(pfc, {"xoff-threshold": "xoff", "xon-threshold": "xon", "port-buffer": "size"}[key], value)
+
+
+def _ecn(rest: list[str], where: Where, ecn: _Ecn) -> None:
+    if len(rest) < 2:
+        raise where.error("congestion-control setting needs a value")
+    key, value = rest[0], rest[1]
+    if key == "min-threshold":
+        ecn.kmin = parse_bytes(value, where, what=key)
+    elif key == "max-threshold":
+        ecn.kmax = parse_bytes(value, where, what=key)
+    elif key == "probability":
+        ecn.pmax = parse_float(value, where, what=key)
+    elif key == "ecn":
+        ecn.ecn = value in ("enable", "on")
+
+
+def _interface(a: _Args, port: _Port, st: _State) -> None:
+    where, arg, rest = a.where, a.text, a.words[2:]
+    if rest[:2] == ["link", "mtu"]:
+        port.mtu = parse_int(arg(4, "mtu"), where, what="mtu", lo=68, hi=65535)
+    elif rest[:2] == ["link", "speed"]:
+        try:
+            port.speed = units.parse_rate(arg(4, "speed"), what="link speed")
+        except InputError as exc:
+            raise where.error(str(exc)) from None
+    elif rest[:3] == ["qos", "pfc", "profile"]:
+        port.pfc_profile = arg(5, "pfc profile")
+    elif rest[:3] == ["qos", "congestion-control", "profile"]:
+        port.ecn_profile = arg(5, "congestion-control profile")
+    elif rest[:2] == ["qos", "pfc-watchdog"]:
+        st.wd_seen = True
+        port.watchdog = rest[2:4] != ["state", "disable"]
+
+
+def _build(st: _State, source: str, device: str | None) -> Deployed:
+    def pfc_of(name: str | None) -> _Pfc | None:
+        return st.pfc.get(name or _DEFAULT)
+
+    def ecn_of(name: str | None) -> dict[int, EcnProfile] | None:
+        table = st.ecn.get(name or _DEFAULT)
+        if table is None:
+            return None
+        return {tc: EcnProfile(e.kmin or 0, e.kmax or 0, e.pmax, e.ecn) for tc, e in table.items()}
+
+    def room(pfc: _Pfc | None) -> dict[int, Headroom] | None:
+        if pfc is None or pfc.xoff is None:
+            return None
+        return dict.fromkeys(pfc.priorities, Headroom(pfc.xoff, pfc.xon or 0, pfc.size or 0))
+
+    poll = st.wd_poll if st.wd_poll is not None else (100.0 if st.wd_seen else None)
+    detect = poll * (st.wd_robust or 3) if poll is not None else None
+    enabled = Watchdog(True, detection_ms=detect, restoration_ms=detect, action="drop", polling_ms=poll)
+    default_pfc = pfc_of(None)
+    ports = []
+    for name, p in st.ports.items():
+        pfc = pfc_of(p.pfc_profile) if p.pfc_profile else None
+        ports.append(PortQos(
+            name=name, mtu=p.mtu, speed_bps=p.speed,
+            pfc_priorities=frozenset(pfc.priorities) if pfc else None,
+            cable_length_m=pfc.cable if pfc else None,
+            headroom=room(pfc) if pfc else None,
+            ecn=ecn_of(p.ecn_profile) if p.ecn_profile else None,
+            watchdog=None if p.watchdog is None else (enabled if p.watchdog else Watchdog(False, polling_ms=poll)),
+        ))
+    return Deployed(
+        device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
+        dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
+        pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
+        trust=st.trust, ecn=ecn_of(None) or {}, strict_queues=frozenset(st.strict), queue_weights=dict(st.weights),
+        watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
+        headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,
+        ports=tuple(ports),
+    )

@@ -1,0 +1,248 @@
+"""Cisco NX-OS running-config (Nexus 9000 QoS/PFC subset) into a :class:`Deployed`.
+
+Classification comes from ``class-map type qos`` (``match dscp``/``match cos``) and the ``policy-map type
+qos`` that sets ``qos-group`` per class, applied under ``system qos`` or an interface. On Nexus 9000 in 8-queue
+mode qos-group N is served by queue N (``c-out-8q-qN``; ``q-default`` is 0), so priorities equal queues
+unless ``qos map cos-to-queue`` says otherwise. PFC comes from ``pause pfc-cos`` in the network-qos policy and
+``priority-flow-control mode`` per interface; headroom from ``pause buffer-size B pause-threshold P
+resume-threshold R`` (read as size B, xoff B-P, xon R). ECN/WRED from ``random-detect`` in the queuing policy;
+the watchdog from ``priority-flow-control watch-dog-interval on`` with its interval and multipliers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
+from tensorfabric.fabric.parsers._common import (
+    Block,
+    Where,
+    block_tree,
+    device_from_source,
+    expand_interfaces,
+    parse_float,
+    parse_int,
+    parse_priorities,
+)
+
+__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+
+FORMAT = "nxos"
+SUFFIXES = (".nxos",)
+_MARKERS = ("class-map type qos", "policy-map type", "priority-flow-control mode", "system qos",
+            "qos map cos-to-queue", "priority-flow-control watch-dog")
+_UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
+_QUEUE_CLASS = re.compile(r"^c-out-8q-q(\d|-default)$")
+_NQ_CLASS = re.compile(r"^c-8q-nq(\d|-default)$")
+
+
+def sniff(text: str) -> bool:
+    return any(marker in text for marker in _MARKERS)
+
+
+@dataclass
+class _Queuing:
+    strict: set[int] = field(default_factory=set)
+    weights: dict[int, int] = field(default_factory=dict)
+    ecn: dict[int, EcnProfile] = field(default_factory=dict)
+
+
+@dataclass
+class _State:
+    hostname: str | None = None
+    classes: dict[str, tuple[set[int], set[int]]] = field(default_factory=dict)  # name -> (dscps, coses)
+    qos_policies: dict[str, tuple[dict[int, int], bool, bool]] = field(default_factory=dict)
+    queuing: dict[str, _Queuing] = field(default_factory=dict)
+    pfc_cos: set[int] = field(default_factory=set)
+    nq_mtu: int | None = None
+    headroom: Headroom | None = None
+    cos_to_queue: dict[int, int] = field(default_factory=dict)
+    system_qos: str | None = None
+    system_queuing: str | None = None
+    wd_on: bool | None = None
+    wd_interval: float | None = None
+    wd_shutdown: float | None = None
+    wd_restore: float | None = None
+
+
+def _threshold(words: list[str], key: str, where: Where) -> int:
+    i = words.index(key) if key in words else len(words)
+    if i + 2 >= len(words) or words[i + 2] not in _UNITS:
+        raise where.error(f"random-detect needs '{key} N bytes|kbytes|mbytes'")
+    return round(parse_float(words[i + 1], where, what=key) * _UNITS[words[i + 2]])
+
+
+def _queue(name: str, where: Where) -> int:
+    match = _QUEUE_CLASS.match(name)
+    if match is None:
+        raise where.error(f"queuing class {name!r} must be c-out-8q-q0..7 or c-out-8q-q-default")
+    return 0 if match.group(1) == "-default" else int(match.group(1))
+
+
+def _policy_map(block: Block, source: str, st: _State) -> None:
+    w, where = block.words, block.where(source)
+    kind, name = w[2], w[3]
+    if kind == "qos":
+        dscp: dict[int, int] = {}
+        uses_dscp = uses_cos = False
+        for cls in block.children:
+            if cls.words[0] != "class" or len(cls.words) < 2:
+                continue
+            members = st.classes.get(cls.words[-1])
+            if members is None:
+                raise cls.where(source).error(f"class {cls.words[-1]!r} is not defined by a class-map type qos")
+            for action in cls.children:
+                if action.words[:2] == ["set", "qos-group"] and len(action.words) == 3:
+                    group = parse_int(action.words[2], action.where(source), what="qos-group", lo=0, hi=7)
+                    dscp.update(dict.fromkeys(members[0], group))
+                    uses_dscp |= bool(members[0])
+                    uses_cos |= bool(members[1])
+        st.qos_policies[name] = (dscp, uses_dscp, uses_cos)
+    elif kind == "network-qos":
+        for cls in block.children:
+            if len(cls.words) < 4 or _NQ_CLASS.match(cls.words[-1]) is None:
+                continue
+            for line in cls.children:
+                lw, lwhere = line.words, line.where(source)
+                if lw[0] == "mtu" and len(lw) == 2:
+                    st.nq_mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
+                elif lw[:2] == ["pause", "pfc-cos"] and len(lw) == 3:
+                    st.pfc_cos.update(parse_priorities(lw[2], lwhere, what="pfc-cos"))
+                elif lw[:2] == ["pause", "buffer-size"] and len(lw) == 7:
+                    size = parse_int(lw[2], lwhere, what="buffer-size", lo=0)
+                    pause = parse_int(lw[4], lwhere, what="pause-threshold", lo=0, hi=size)
+                    st.headroom = Headroom(size - pause, parse_int(lw[6], lwhere, what="resume-threshold", lo=0), size)
+    elif kind == "queuing":
+        q = st.queuing.setdefault(name, _Queuing())
+        for cls in block.children:
+            if cls.words[:3] != ["class", "type", "queuing"] or len(cls.words) != 4:
+                continue
+            queue = _queue(cls.words[3], cls.where(source))
+            for line in cls.children:
+                lw, lwhere = line.words, line.where(source)
+                if lw[:2] == ["priority", "level"]:
+                    q.strict.add(queue)
+                elif lw[:3] == ["bandwidth", "remaining", "percent"] and len(lw) == 4:
+                    q.weights[queue] = parse_int(lw[3], lwhere, what="bandwidth remaining percent", lo=0, hi=100)
+                elif lw[0] == "random-detect" and "minimum-threshold" in lw:
+                    prob = 100.0
+                    if "drop-probability" in lw and lw.index("drop-probability") + 1 < len(lw):
+                        prob = parse_float(lw[lw.index("drop-probability") + 1], lwhere, what="drop-probability")
+                    q.ecn[queue] = EcnProfile(_threshold(lw, "minimum-threshold", lwhere),
+                                              _threshold(lw, "maximum-threshold", lwhere), prob, "ecn" in lw)
+    else:
+        raise where.error(f"policy-map type {kind!r} must be qos, network-qos or queuing")
+
+
+def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[str]]]) -> None:
+    w, where = block.words, block.where(source)
+    if w[0] == "hostname" and len(w) == 2:
+        st.hostname = w[1]
+    elif w[:3] == ["class-map", "type", "qos"] and len(w) >= 4:
+        dscps: set[int] = set()
+        coses: set[int] = set()
+        for line in block.children:
+            lw, lwhere = line.words, line.where(source)
+            if lw[:2] == ["match", "dscp"] and len(lw) == 3:
+                dscps |= parse_priorities(lw[2], lwhere, what="dscp", hi=63)
+            elif lw[:2] == ["match", "cos"] and len(lw) == 3:
+                coses |= parse_priorities(lw[2], lwhere, what="cos")
+        st.classes[w[-1]] = (dscps, coses)
+    elif w[:2] == ["policy-map", "type"] and len(w) == 4:
+        _policy_map(block, source, st)
+    elif w[:2] == ["system", "qos"]:
+        for line in block.children:
+            lw = line.words
+            if lw[:3] == ["service-policy", "type", "qos"]:
+                st.system_qos = lw[-1]
+            elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
+                st.system_queuing = lw[-1]
+    elif w[:3] == ["qos", "map", "cos-to-queue"] and len(w) == 6 and w[4] == "to":
+        st.cos_to_queue[parse_int(w[3], where, what="cos", lo=0, hi=7)] = parse_int(w[5], where, what="queue", lo=0,
+                                                                                    hi=7)
+    elif w[:2] == ["priority-flow-control", "watch-dog-interval"] and len(w) == 3:
+        st.wd_on = w[2] == "on"
+    elif w[:3] == ["priority-flow-control", "watch-dog", "interval"] and len(w) == 4:
+        st.wd_interval = parse_float(w[3], where, what="watch-dog interval")
+    elif w[:3] == ["priority-flow-control", "watch-dog", "shutdown-multiplier"] and len(w) == 4:
+        st.wd_shutdown = parse_float(w[3], where, what="shutdown-multiplier")
+    elif w[:3] == ["priority-flow-control", "auto-restore", "multiplier"] and len(w) == 4:
+        st.wd_restore = parse_float(w[3], where, what="auto-restore multiplier")
+    elif w[0] == "interface" and len(w) >= 2:
+        ports.append((block, expand_interfaces(" ".join(w[1:]), where)))
+
+
+def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+    st = _State()
+    iface_blocks: list[tuple[Block, list[str]]] = []
+    for block in block_tree(text, source):
+        _top(block, source, st, iface_blocks)
+    if not (st.classes or st.qos_policies or st.queuing or iface_blocks or st.cos_to_queue or st.wd_on is not None):
+        raise Where(source).error("no NX-OS QoS, PFC or interface configuration found")
+
+    def classify(policy: str | None, where: Where) -> tuple[dict[int, int] | None, Trust | None]:
+        if policy is None:
+            return None, None
+        entry = st.qos_policies.get(policy)
+        if entry is None:
+            raise where.error(f"service-policy type qos {policy!r} is not defined")
+        dscp, uses_dscp, uses_cos = entry
+        trust: Trust | None = "pcp,dscp" if uses_dscp and uses_cos else ("dscp" if uses_dscp else
+                                                                          ("pcp" if uses_cos else None))
+        return dscp, trust
+
+    def queuing(policy: str | None, where: Where) -> _Queuing | None:
+        if policy is None:
+            return None
+        if policy not in st.queuing:
+            raise where.error(f"service-policy type queuing {policy!r} is not defined")
+        return st.queuing[policy]
+
+    interval = st.wd_interval or 100.0
+    timers = Watchdog(bool(st.wd_on), detection_ms=interval * (st.wd_shutdown or 1.0),
+                      restoration_ms=interval * (st.wd_restore or 1.0), action="drop", polling_ms=interval)
+    pfc = frozenset(st.pfc_cos) if st.pfc_cos else None
+    system_dscp, system_trust = classify(st.system_qos, Where(source))
+    system_q = queuing(st.system_queuing, Where(source))
+    ports: list[PortQos] = []
+    for block, names in iface_blocks:
+        mtu: int | None = None
+        port_pfc: frozenset[int] | None = None
+        wd: bool | None = None
+        qos_policy = queue_policy = acl = None
+        for line in block.children:
+            lw, lwhere = line.words, line.where(source)
+            if lw[0] == "mtu" and len(lw) == 2:
+                mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
+            elif lw[:2] == ["priority-flow-control", "mode"] and len(lw) >= 3:
+                port_pfc = {"on": pfc, "off": frozenset()}.get(lw[2])
+            elif lw[:2] == ["priority-flow-control", "watch-dog-interval"] and len(lw) == 3:
+                wd = lw[2] == "on"
+            elif lw[:3] == ["service-policy", "type", "qos"] and "input" in lw:
+                qos_policy = lw[-1]
+            elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
+                queue_policy = lw[-1]
+            elif lw[0] in ("ip", "ipv4") and lw[1:2] == ["access-group"] and len(lw) == 4 and lw[3] == "in":
+                acl = lw[2]
+        dscp, trust = classify(qos_policy, block.where(source))
+        q = queuing(queue_policy, block.where(source))
+        for name in names:
+            ports.append(PortQos(
+                name=name, mtu=mtu, pfc_priorities=port_pfc, trust=trust, dscp_to_priority=dscp,
+                ecn=dict(q.ecn) if q else None, strict_queues=frozenset(q.strict) if q else None,
+                watchdog=None if wd is None else Watchdog(wd, timers.detection_ms, timers.restoration_ms,
+                                                          timers.action, timers.polling_ms),
+                acl_in=acl,
+            ))
+    return Deployed(
+        device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
+        dscp_to_priority=system_dscp or {}, priority_to_queue=dict(st.cos_to_queue), pfc_priorities=pfc,
+        trust=system_trust, mtu=st.nq_mtu,
+        ecn=dict(system_q.ecn) if system_q else {},
+        strict_queues=frozenset(system_q.strict) if system_q else None,
+        queue_weights=dict(system_q.weights) if system_q else {},
+        watchdog=timers if st.wd_on is not None else None,
+        headroom=dict.fromkeys(st.pfc_cos, st.headroom) if st.headroom else {},
+        ports=tuple(ports),
+    )
