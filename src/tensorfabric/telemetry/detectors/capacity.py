@@ -1,0 +1,94 @@
+"""Capacity trend (R9): is the paused share of the lossless priorities rising towards the budget?
+
+A counter rising linearly is a steady load; exhaustion is a *rising rate*. The detector buckets each RX pause
+series into hourly paused fractions, then fits a robust (Theil-Sen) slope using only pairs of buckets a whole
+number of days apart, so the daily load cycle cancels out instead of posing as a trend. With less than
+``capacity_min_history_s`` of history no trend is claimed; only a level already over budget is reported.
+
+The recommendation depends on where the pause sits: a few hot ports carrying most of it point to placement
+(rebalance TP/PP groups or ECMP), a fabric-wide rise points to too little capacity (resize the topology).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from tensorfabric.samples import Alert
+from tensorfabric.telemetry.detectors.base import DAY_S, Detector, Thresholds
+from tensorfabric.telemetry.window import Labels, Window, subject_of
+
+__all__ = ["DETECTOR", "buckets", "detect", "seasonal_slope"]
+
+
+def buckets(window: Window, labels: Labels, step_s: float) -> dict[int, float]:
+    """Paused fraction per ``step_s`` bucket (keyed by bucket index) of one paused-seconds series."""
+    paused: dict[int, float] = defaultdict(float)
+    elapsed: dict[int, float] = defaultdict(float)
+    for t0, t1, inc in window.increases("roce_pfc_paused_seconds_total", labels):
+        index = int(t1 // step_s)
+        paused[index] += inc
+        elapsed[index] += t1 - t0
+    return {i: min(paused[i] / elapsed[i], 1.0) for i in paused if elapsed[i] > 0}
+
+
+def seasonal_slope(values: dict[int, float], period: int) -> tuple[float, float]:
+    """(median slope per bucket, share of positive slopes) over pairs a whole number of periods apart."""
+    slopes = [(values[j] - values[i]) / (j - i) for i in values for j in values
+              if j > i and (j - i) % period == 0]
+    if not slopes:
+        return 0.0, 0.0
+    return statistics.median(slopes), sum(s > 0 for s in slopes) / len(slopes)
+
+
+def detect(window: Window, limits: Thresholds) -> list[Alert]:
+    step = limits.capacity_step_s
+    period = max(1, round(DAY_S / step))
+    levels: dict[Labels, float] = {}
+    trends: dict[Labels, tuple[float, float, float]] = {}
+    for labels, points in window.series("roce_pfc_paused_seconds_total", direction="rx"):
+        if dict(labels).get("priority", "") not in limits.lossless_priorities:
+            continue
+        values = buckets(window, labels, step)
+        if not values:
+            continue
+        recent = [values[i] for i in sorted(values)[-period:]]
+        levels[labels] = statistics.fmean(recent)
+        if points[-1][0] - points[0][0] >= limits.capacity_min_history_s:
+            slope, positive = seasonal_slope(values, period)
+            trends[labels] = (slope / step, positive, levels[labels])
+    if not levels:
+        return []
+    median_level = statistics.median(levels.values())
+    hot = sorted(k for k, v in levels.items()
+                 if v >= max(2 * median_level, limits.capacity_budget_fraction / 4))
+    concentrated = 0 < len(hot) <= max(1, len(levels) // 4)
+    advice = (f"Pause is concentrated on {len(hot)} of {len(levels)} ports ({', '.join(subject_of(k) for k in hot)}): "
+              "rebalance the model's parallelism -- keep TP groups inside a node or rail, move PP stage boundaries "
+              "off these links, spread flows across ECMP paths -- before buying capacity." if concentrated else
+              "Pause is rising across the fabric: resize the topology (more spine uplinks, lower oversubscription, "
+              "faster links) or cut the lossless load; rebalancing alone will not hold the budget.")
+    alerts: list[Alert] = []
+    budget = limits.capacity_budget_fraction
+    for labels, level in sorted(levels.items()):
+        evidence: dict[str, object] = {"level_fraction": round(level, 5), "budget_fraction": budget,
+                                       "hot_ports": len(hot), "ports": len(levels)}
+        trend = trends.get(labels)
+        if level >= budget:
+            alerts.append(Alert("capacity-trend", "critical", subject_of(labels, "priority"), window.end,
+                                {**evidence, "state": "over-budget"}, advice))
+            continue
+        if trend is None or trend[0] <= 0 or trend[1] < 0.7:
+            continue
+        eta_s = (budget - level) / trend[0]
+        if eta_s <= limits.capacity_horizon_s:
+            alerts.append(Alert("capacity-trend", "critical" if eta_s < 2 * DAY_S else "warning",
+                                subject_of(labels, "priority"), window.end,
+                                {**evidence, "state": "trending", "slope_per_day": trend[0] * DAY_S,
+                                 "positive_pairs": round(trend[1], 3),
+                                 "budget_crossed_in_days": round(eta_s / DAY_S, 2),
+                                 "budget_crossed_at": window.end + eta_s}, advice))
+    return alerts
+
+
+DETECTOR = Detector("capacity-trend", 14 * DAY_S, detect, long_metrics=("roce_pfc_paused_seconds_total",))

@@ -1,0 +1,58 @@
+"""Loss in the lossless class (R7): any drop on a lossless priority or queue, retries exhausted, retransmissions
+above baseline.
+
+Normally no RDMA packet is dropped (Guo et al. 2016), so the threshold for drops is "more than zero". Discard
+counters without a priority (``rx_discards_phy``, the watchdog's drops) count too; a switch port's
+``IF_IN_DISCARDS`` mixes all classes and is left to other tools.
+"""
+
+from __future__ import annotations
+
+from tensorfabric.samples import Alert
+from tensorfabric.telemetry.detectors.base import Detector, Thresholds
+from tensorfabric.telemetry.window import Labels, Window, subject_of
+
+__all__ = ["DETECTOR", "detect"]
+
+_MIXED_CLASSES = {"port"}
+
+
+def _lossless(labels: Labels, limits: Thresholds) -> bool:
+    info = dict(labels)
+    if info.get("reason") in _MIXED_CLASSES:
+        return False
+    for key in ("priority", "queue"):
+        if key in info and info[key] not in limits.lossless_priorities:
+            return False
+    return True
+
+
+def detect(window: Window, limits: Thresholds) -> list[Alert]:
+    alerts: list[Alert] = []
+    for labels, _ in window.series("roce_discards_total"):
+        got = window.increase("roce_discards_total", labels)
+        if got and got[0] > 0 and _lossless(labels, limits):
+            alerts.append(Alert("lossless-loss", "critical", subject_of(labels, "priority", "queue", "reason"),
+                                window.end - got[1], {"discards": got[0], "seconds": got[1],
+                                                      "reason": dict(labels).get("reason", "")},
+                                "Lossless traffic is being dropped: check PFC is enabled on this priority end to end, "
+                                "headroom covers cable length and MTU, and the watchdog is not dropping a stormed "
+                                "queue."))
+    for labels, _ in window.series("roce_retries_exceeded_total"):
+        got = window.increase("roce_retries_exceeded_total", labels)
+        if got and got[0] > 0:
+            alerts.append(Alert("lossless-loss", "critical", subject_of(labels, "kind"), window.end - got[1],
+                                {"retries_exceeded": got[0]},
+                                "QPs went to error after exhausting retries: the job saw the loss. Find the drop "
+                                "point (discards, link health) before restarting."))
+    for labels, _ in window.series("roce_retransmissions_total"):
+        rate = window.rate("roce_retransmissions_total", labels)
+        if rate is not None and rate > limits.retrans_baseline_per_s:
+            alerts.append(Alert("lossless-loss", "warning", subject_of(labels, "kind"), window.end,
+                                {"per_second": round(rate, 3), "baseline_per_s": limits.retrans_baseline_per_s},
+                                "Retransmissions above baseline mean packets are lost or reordered on the path: "
+                                "look for discards and PHY errors along it."))
+    return alerts
+
+
+DETECTOR = Detector("lossless-loss", 120.0, detect)

@@ -1,0 +1,100 @@
+"""A window of samples as detectors see it: per-series points, increases and paused fractions.
+
+Detectors are pure functions of a Window. Building one groups samples by series once; the queries below are
+what every detector needs (the latest increase of a counter, over how many intervals, the last gauge value).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import pairwise
+
+from tensorfabric.samples import Sample
+from tensorfabric.telemetry.metrics import spec
+from tensorfabric.telemetry.rates import counter_delta
+
+__all__ = ["Labels", "Window", "subject_of"]
+
+Labels = tuple[tuple[str, str], ...]
+Point = tuple[float, float]
+
+
+def subject_of(labels: Mapping[str, str] | Labels, *keys: str) -> str:
+    """A readable subject such as ``leaf1 Ethernet4 prio 3`` from the labels that are present."""
+    found = dict(labels)
+    parts = [found.get("host", ""), found.get("device", "") if found.get("device") != found.get("host") else "",
+             found.get("port", "")]
+    parts = [p for p in parts if p]
+    for key in keys:
+        if found.get(key):
+            parts.append(f"{'prio' if key == 'priority' else key} {found[key]}")
+    return " ".join(parts) or "fabric"
+
+
+class Window:
+    """Samples grouped by series, each series sorted by time."""
+
+    def __init__(self, samples: Iterable[Sample] = ()) -> None:
+        grouped: dict[str, dict[Labels, list[Point]]] = defaultdict(lambda: defaultdict(list))
+        for s in samples:
+            grouped[s.metric][s.series[1]].append((s.time, s.value))
+        for series in grouped.values():
+            for points in series.values():
+                points.sort()
+        self._data: Mapping[str, Mapping[Labels, list[Point]]] = grouped
+        self.times = sorted({t for series in grouped.values() for pts in series.values() for t, _ in pts})
+
+    @classmethod
+    def from_points(cls, data: Mapping[str, Mapping[Labels, list[Point]]]) -> Window:
+        """A window over already grouped, time-sorted points (the engine's history)."""
+        window = cls()
+        window._data = data
+        window.times = sorted({pts[-1][0] for series in data.values() for pts in series.values() if pts})
+        return window
+
+    @property
+    def end(self) -> float:
+        return self.times[-1] if self.times else 0.0
+
+    def metrics(self) -> set[str]:
+        return set(self._data)
+
+    def series(self, metric: str, **match: str) -> Iterator[tuple[Labels, list[Point]]]:
+        for labels, points in self._data.get(metric, {}).items():
+            if all(dict(labels).get(k) == v for k, v in match.items()):
+                yield labels, points
+
+    def points(self, metric: str, labels: Labels) -> list[Point]:
+        return self._data.get(metric, {}).get(labels, [])
+
+    def increases(self, metric: str, labels: Labels) -> list[tuple[float, float, float]]:
+        """(start, end, increase) per interval of a counter series, wraps and resets handled."""
+        points = self.points(metric, labels)
+        entry = spec(metric)
+        wrap = entry.wrap if entry else None
+        return [(t0, t1, counter_delta(v0, v1, wrap)[0]) for (t0, v0), (t1, v1) in pairwise(points)]
+
+    def increase(self, metric: str, labels: Labels, intervals: int = 1) -> tuple[float, float] | None:
+        """(increase, seconds) over the last ``intervals`` intervals; None with fewer than two points."""
+        steps = self.increases(metric, labels)[-intervals:]
+        if not steps:
+            return None
+        return sum(s[2] for s in steps), steps[-1][1] - steps[0][0]
+
+    def rate(self, metric: str, labels: Labels, intervals: int = 1) -> float | None:
+        """Per-second rate over the last intervals; for ``roce_pfc_paused_seconds_total`` the paused fraction."""
+        got = self.increase(metric, labels, intervals)
+        if got is None or got[1] <= 0:
+            return None
+        return got[0] / got[1]
+
+    def last(self, metric: str, labels: Labels) -> float | None:
+        points = self.points(metric, labels)
+        return points[-1][1] if points else None
+
+    def with_labels(self, metric: str, base: Labels, **changes: str) -> Labels | None:
+        """The series of ``metric`` whose labels equal ``base`` with ``changes`` applied (or None)."""
+        wanted = {**dict(base), **changes}
+        key = tuple(sorted(wanted.items()))
+        return key if key in self._data.get(metric, {}) else None
