@@ -36,7 +36,8 @@ def _lab_namespaces() -> set[str]:
 
 def test_run_distributed_returns_rank0_stdout(tmp_path: Path) -> None:
     before = _lab_namespaces()
-    assert run_distributed("2x1gbit", ["--version"], timeout_s=60, state_dir=tmp_path) == "tensorfabric, version 0.1.0\n"
+    out = run_distributed("2x1gbit", ["--version"], timeout_s=60, state_dir=tmp_path)
+    assert out == "tensorfabric, version 0.1.0\n"
     assert _lab_namespaces() - before == set()
 
 
