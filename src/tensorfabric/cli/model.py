@@ -1,0 +1,74 @@
+"""``tensorfabric model``: make and inspect Llama-family checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tensorfabric.cli._common import SIZE, console, emit_json
+
+__all__ = ["cli"]
+
+
+@click.group("model")
+def cli() -> None:
+    """Make and inspect Llama-family checkpoints (Hugging Face layout)."""
+
+
+@cli.command("make-tiny")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--layers", default=4, show_default=True, type=int)
+@click.option("--hidden", default=256, show_default=True, type=int)
+@click.option("--heads", default=8, show_default=True, type=int)
+@click.option("--kv-heads", default=4, show_default=True, type=int)
+@click.option("--vocab", default=512, show_default=True, type=int)
+@click.option("--intermediate", default=None, type=int, help="MLP width [default: 2.5 x hidden]")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--tie/--no-tie", default=False, show_default=True, help="Tie lm_head to the embedding.")
+@click.option("--qkv-bias", is_flag=True, help="Give q/k/v a bias (Qwen2-style).")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
+              show_default=True)
+@click.option("--shard-size", type=SIZE, default=None, help="Split weights into files of at most this size.")
+@click.option("--json", "as_json", is_flag=True, help="Print the written config as JSON.")
+def make_tiny_cmd(directory: Path, layers: int, hidden: int, heads: int, kv_heads: int, vocab: int,
+                  intermediate: int | None, seed: int, tie: bool, qkv_bias: bool, dtype: str,
+                  shard_size: float | None, as_json: bool) -> int:
+    """Write a random-initialised checkpoint with a byte-level tokenizer into DIRECTORY."""
+    from tensorfabric.inference.tiny import make_tiny, tiny_config
+
+    cfg = tiny_config(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
+                      intermediate=intermediate, tie=tie, qkv_bias=qkv_bias)
+    make_tiny(directory, cfg, seed=seed, dtype=dtype, shard_bytes=int(shard_size) if shard_size else None)
+    if as_json:
+        emit_json({"directory": str(directory), "parameters": cfg.parameter_count(), "config": cfg.to_hf_dict()})
+    else:
+        files = sorted(p.name for p in directory.iterdir())
+        console().print(f"wrote {directory} ({cfg.parameter_count():,} parameters): {', '.join(files)}")
+    return 0
+
+
+@cli.command("info")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def info_cmd(directory: Path, as_json: bool) -> int:
+    """Validate a checkpoint directory and show its shape."""
+    from tensorfabric.inference.checkpoint import open_checkpoint
+    from tensorfabric.inference.config import load_config
+    from tensorfabric.inference.weights import tensor_names
+
+    cfg = load_config(directory)
+    ckpt = open_checkpoint(directory)
+    ckpt.require(tensor_names(cfg, 0, cfg.num_layers, embed=True, head=True))
+    files = sorted({p.name for p in ckpt.files.values()})
+    summary = {"directory": str(directory), "model_type": cfg.model_type, "parameters": cfg.parameter_count(),
+               "layers": cfg.num_layers, "hidden": cfg.hidden_size, "heads": cfg.num_heads,
+               "kv_heads": cfg.num_kv_heads, "vocab": cfg.vocab_size, "rope": cfg.rope.kind,
+               "tied": cfg.tie_word_embeddings, "files": files, "tensors": len(ckpt.files)}
+    if as_json:
+        emit_json(summary)
+    else:
+        con = console()
+        for key, value in summary.items():
+            con.print(f"{key:>12}: {value}")
+    return 0
