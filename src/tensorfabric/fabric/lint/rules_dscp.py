@@ -1,0 +1,43 @@
+"""R1: the RoCE DSCP must land on a PFC-enabled priority on every NIC and switch, the same at both ends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint.view import LintContext, PortRef
+from tensorfabric.findings import Finding
+
+RULE = "roce.dscp-not-lossless"
+
+
+def priority_of(ref: PortRef, dscp: int) -> int | None:
+    """Priority of ``dscp`` at this port; an unmapped DSCP falls to priority 0, an unknown table gives None."""
+    table = ref.port.dscp_to_priority
+    if not table:
+        return None
+    return table.get(dscp, 0)
+
+
+@rule(RULE, "error", "R1", "RoCE DSCP lands on a priority without PFC, or on different priorities across a link")
+def check(ctx: LintContext) -> Iterator[Finding]:
+    for dscp in ctx.plan.roce.dscp:
+        for ref in ctx.ports():
+            prio = priority_of(ref, dscp)
+            pfc = ref.port.pfc_priorities
+            if prio is None or pfc is None or prio in pfc:
+                continue
+            yield finding(
+                RULE, ref.subject, f"RoCE DSCP {dscp} maps to priority {prio}, which has no PFC (lossless: "
+                f"{sorted(pfc) or 'none'}); RoCE would ride a lossy queue",
+                {"dscp": dscp, "priority": prio, "pfc_priorities": sorted(pfc), "source": ref.device.source},
+                f"map DSCP {dscp} to priority {ctx.plan.roce.priority} on {ref.device.device}")
+        for left, right, subject in ctx.pairs():
+            p_left, p_right = priority_of(left, dscp), priority_of(right, dscp)
+            if p_left is None or p_right is None or p_left == p_right:
+                continue
+            yield finding(
+                RULE, subject, f"RoCE DSCP {dscp} maps to priority {p_left} on {left.endpoint} but {p_right} on "
+                f"{right.endpoint}",
+                {"dscp": dscp, left.endpoint: p_left, right.endpoint: p_right},
+                f"use the plan's DSCP {dscp} -> priority {ctx.plan.roce.priority} on both ends")

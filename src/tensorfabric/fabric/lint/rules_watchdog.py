@@ -1,0 +1,47 @@
+"""R10: a PFC watchdog on every lossless switch port and storm prevention on NICs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint.view import LintContext
+from tensorfabric.findings import Finding
+
+OFF = "pfcwd.off"
+SETTINGS = "pfcwd.settings"
+NIC = "pfcwd.nic-storm-prevention-off"
+
+
+@rule(OFF, "error", "R10", "PFC watchdog disabled on a lossless switch port")
+def off(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        wd = ref.port.watchdog
+        if wd is not None and not wd.enabled and ref.port.pfc_priorities:
+            yield finding(OFF, ref.subject, "PFC watchdog is off; a stuck NIC can pause the fabric indefinitely",
+                          {"watchdog": False, "source": ref.device.source},
+                          "enable the PFC watchdog (drop, 200 ms detection / 200 ms restoration)")
+
+
+@rule(SETTINGS, "warning", "R10", "PFC watchdog forwards/alerts only or detects faster than it polls")
+def settings(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        wd = ref.port.watchdog
+        if wd is None or not wd.enabled:
+            continue
+        if wd.detection_ms is not None and wd.polling_ms is not None and wd.detection_ms < wd.polling_ms:
+            yield finding(SETTINGS, ref.subject, f"watchdog detection {wd.detection_ms:g} ms < poll interval "
+                          f"{wd.polling_ms:g} ms", {"detection_ms": wd.detection_ms, "polling_ms": wd.polling_ms},
+                          "poll at least as often as the detection time")
+        if wd.action is not None and wd.action != "drop":
+            yield finding(SETTINGS, ref.subject, f"watchdog action {wd.action!r} keeps the storm's traffic lossless",
+                          {"action": wd.action}, "use action drop")
+
+
+@rule(NIC, "warning", "R10", "NIC PFC storm prevention not set")
+def nic(ctx: LintContext) -> Iterator[Finding]:
+    for endpoint, extra in sorted(ctx.extras.items()):
+        if not extra.storm_prevention_ms:
+            yield finding(NIC, f"host port {endpoint}", "NIC PFC storm prevention is off",
+                          {"storm_prevention_ms": extra.storm_prevention_ms},
+                          f"ethtool --set-tunable {endpoint.partition(':')[2]} pfc-prevention-tout 100")
