@@ -1,0 +1,50 @@
+"""``tensorfabric doctor``: every host check (RDMA, GIDs, NCCL variables, MTU, ECN, GPUDirect, limits) plus,
+with ``--nccl-log``, the proof of which transport NCCL really used.
+
+Exit codes: 0 no error findings; 1 at least one finding of severity ``error`` (e.g. no RDMA device, a log
+showing the socket transport); 2 bad input (missing sysfs root, unreadable/binary/truncated log, bad spec).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tensorfabric.cli.env import plan_from_spec, read_text_file
+
+__all__ = ["cli"]
+
+
+@click.command("doctor")
+@click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
+@click.option("--nccl-log", "log_path", default=None, help="NCCL_DEBUG=INFO output to verify.")
+@click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP/priority and MTU to expect.")
+@click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
+@click.option("--json", "as_json", is_flag=True, help="Machine output: {findings, host, tcp_path, nccl_log}.")
+def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int | None, as_json: bool) -> int:
+    """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
+    from tensorfabric.cli._common import console, render_findings
+    from tensorfabric.host.discovery import discover
+    from tensorfabric.host.doctor import run_doctor
+    from tensorfabric.host.nccl_log import parse_nccl_log
+
+    plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
+    report = run_doctor(discover(sysfs_root), environ=os.environ, roce_dscp=plan.roce_dscp,
+                        roce_priority=plan.roce_priority, mtu=plan.mtu, nccl_log=log)
+    if as_json:
+        extra = {k: v for k, v in report.to_dict().items() if k != "findings"}
+        render_findings(report.findings, as_json=True, extra=extra)
+        return report.exit_code
+    con = console()
+    host = report.host_summary()
+    ports = ", ".join(f"{p['port']} {p['link_layer'] or '?'} {p['state'] or '?'}" for p in host["rdma_ports"])
+    con.print(f"host {host['root']}: RDMA ports: {ports or 'none'}; GPUs: {host['gpus']}; "
+              f"TCP path: {report.tcp_path.interface or 'none'}")
+    if log is not None:
+        gdr = {True: "on", False: "off", None: "unknown"}[log.gpudirect]
+        con.print(f"NCCL log {log.source}: transport {log.transport}, GPUDirect {gdr}, devices "
+                  f"{', '.join(str(d) for d in log.devices) or 'none'}")
+    render_findings(report.findings, as_json=False, title="Doctor findings")
+    return report.exit_code

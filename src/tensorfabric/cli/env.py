@@ -1,0 +1,105 @@
+"""``tensorfabric env``: the NCCL/Gloo environment for this host, derived from sysfs (and a fabric spec).
+
+This module and ``doctor`` are where the host doctor reads ``os.environ``: the user's own NCCL_* / GLOO_* values
+are never overridden, only reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+
+import click
+
+from tensorfabric.errors import InputError
+
+__all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlan:
+    """The plain values host checks need from a fabric spec (host never imports fabric)."""
+
+    roce_dscp: int = 26
+    ib_tc: int | None = None
+    roce_priority: int | None = None
+    mtu: int | None = None
+    rail_optimized: bool = False
+
+
+def plan_from_spec(path: str | None, *, roce_dscp: int | None = None) -> HostPlan:
+    """Read RoCE DSCP, NCCL traffic class, lossless priority and host MTU from a fabric spec (or defaults)."""
+    if path is None:
+        return HostPlan(roce_dscp=26 if roce_dscp is None else roce_dscp)
+    from tensorfabric.fabric.spec import load_spec
+
+    qos = load_spec(path).qos
+    dscp = qos.roce.dscp[0] if roce_dscp is None else roce_dscp
+    return HostPlan(roce_dscp=dscp, ib_tc=qos.nccl_tc() if roce_dscp is None else None,
+                    roce_priority=qos.roce.priority, mtu=qos.mtu.host, rail_optimized=qos.nccl.cross_nic == 0)
+
+
+def read_text_file(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(f"{what} {path!r} cannot be read: {exc.strerror or exc}; pass a readable file") from None
+
+
+def _sh(name: str, value: str) -> str:
+    return f"export {name}={shlex.quote(value)}"
+
+
+def _dotenv(name: str, value: str) -> str:
+    return f"{name}={value}" if value and all(c.isalnum() or c in "=:,._-/" for c in value) else \
+        f"{name}={json.dumps(value)}"
+
+
+@click.command("env")
+@click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
+@click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
+@click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True)
+@click.option("--explain", is_flag=True, help="Say why each variable has its value.")
+@click.option("--nccl-version", default=None, help="NCCL version in use, e.g. 2.18.3 (default: assume >= 2.21).")
+@click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
+@click.option("--rail-optimized", is_flag=True, help="Rail-optimized fabric: NCCL_CROSS_NIC=0.")
+@click.option("--require-rdma", is_flag=True, help="Add NCCL_NET=IB so a socket fallback fails init.")
+def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version: str | None,
+        roce_dscp: int | None, rail_optimized: bool, require_rdma: bool) -> int:
+    """Print the NCCL environment for this host (eval "$(tensorfabric env)").
+
+    Variables you already set are kept and reported, never overridden. Exit 0, or 2 for bad input.
+    """
+    from tensorfabric.host.discovery import discover
+    from tensorfabric.host.ncclenv import derive_env
+
+    plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    inv = discover(sysfs_root)
+    result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
+                        rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
+                        require_rdma=require_rdma)
+    if fmt == "json":
+        from tensorfabric.cli._common import emit_json
+
+        emit_json(result.to_dict())
+        return 0
+    line = _sh if fmt == "sh" else _dotenv
+    out: list[str] = []
+    for var in result.variables:
+        if explain:
+            out.append(f"# {var.reason}")
+        if var.name in result.kept:
+            out.append(f"# {var.name} kept as set: {result.kept[var.name]!r} (derived: {var.value!r})")
+        else:
+            out.append(line(var.name, var.value))
+    if not result.variables:
+        out.append("# nothing to derive: no RDMA port and no usable interface")
+    click.echo("\n".join(out))
+    for finding in result.findings:
+        click.echo(f"warning: {finding.message}; {finding.fix}", err=True)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,16 @@
+"""Doctor checks, one module per topic; importing this package registers them all in ``CHECKS``."""
+
+from __future__ import annotations
+
+from tensorfabric.findings import Finding, sort_key
+from tensorfabric.host.checks import ecn, gids, log, mtu, ncclvars, rdma
+from tensorfabric.host.checks.base import CHECKS, Check, DoctorContext, register
+
+__all__ = ["CHECKS", "Check", "DoctorContext", "register", "run_checks"]
+_MODULES = (ecn, gids, log, mtu, ncclvars, rdma)
+
+
+def run_checks(ctx: DoctorContext) -> list[Finding]:
+    """Every registered check's findings, most severe first."""
+    findings = [f for check in CHECKS.values() for f in check(ctx)]
+    return sorted(findings, key=sort_key)

@@ -1,0 +1,50 @@
+"""The doctor's check registry and the context every check reads.
+
+A check is a function ``(DoctorContext) -> Iterable[Finding]`` registered under a name; each lives in the module
+of its topic (rdma, gids, ncclvars, mtu, ecn, log). Checks never raise for what they find -- only findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tensorfabric.findings import Finding
+from tensorfabric.host.nccl_log import NcclLogReport
+from tensorfabric.host.records import HostInventory, RdmaPort
+
+__all__ = ["CHECKS", "Check", "DoctorContext", "register"]
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorContext:
+    inventory: HostInventory
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The NCCL environment in force: /etc/nccl.conf overlaid by the process environment."""
+    roce_dscp: int = 26
+    roce_priority: int | None = None
+    """Lossless priority of RoCE; ``None`` means the default DSCP -> priority map (DSCP >> 3)."""
+    mtu: int | None = None
+    """Netdev MTU the fabric plan expects, when a spec was given."""
+    nccl_log: NcclLogReport | None = None
+
+    @property
+    def priority(self) -> int:
+        return self.roce_priority if self.roce_priority is not None else self.roce_dscp >> 3
+
+    @property
+    def active_roce(self) -> tuple[RdmaPort, ...]:
+        return tuple(p for p in self.inventory.roce_ports if p.active)
+
+
+Check = Callable[[DoctorContext], Iterable[Finding]]
+CHECKS: dict[str, Check] = {}
+
+
+def register(name: str) -> Callable[[Check], Check]:
+    def decorate(fn: Check) -> Check:
+        if name in CHECKS:
+            raise ValueError(f"check {name!r} registered twice")
+        CHECKS[name] = fn
+        return fn
+    return decorate

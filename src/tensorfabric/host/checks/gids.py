@@ -1,0 +1,58 @@
+"""GID table health: a routable RoCE v2 GID on every port, and a pinned NCCL_IB_GID_INDEX that points at one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tensorfabric.findings import Finding
+from tensorfabric.host.checks.base import DoctorContext, register
+
+
+@register("gid.table")
+def table(ctx: DoctorContext) -> Iterator[Finding]:
+    for port in ctx.active_roce:
+        v2 = [g for g in port.gids if g.version == 2]
+        subject = f"{port.device} port {port.port}"
+        evidence = {"gids": [g.describe() for g in port.gids], "netdev": port.netdev}
+        if not v2:
+            yield Finding("gid.no-rocev2", "error", subject,
+                          f"{port.name} has no RoCE v2 GID: v1 traffic has no IP header (no DSCP, not routable)",
+                          evidence, f"assign an IP address to {port.netdev or 'the netdev'}; check that the "
+                          "driver exposes RoCE v2 (cma_roce_mode, firmware)")
+        elif all(g.is_link_local for g in v2):
+            yield Finding("gid.link-local-only", "error", subject,
+                          f"{port.name} has only link-local RoCE v2 GIDs: they are not routed and NCCL's "
+                          "auto-selection skips them", evidence,
+                          f"assign an IPv4 (or global IPv6) address to {port.netdev or 'the netdev'}")
+
+
+@register("gid.index-env")
+def index_env(ctx: DoctorContext) -> Iterator[Finding]:
+    raw = ctx.environ.get("NCCL_IB_GID_INDEX")
+    if raw is None:
+        return
+    try:
+        index = int(raw.strip() or "0")  # NCCL reads an empty string as 0, which is link-local
+    except ValueError:
+        yield Finding("gid.index-env", "error", "env NCCL_IB_GID_INDEX", f"NCCL_IB_GID_INDEX={raw!r} is not an "
+                      "integer", {"NCCL_IB_GID_INDEX": raw}, "unset it (NCCL >= 2.21 auto-selects)")
+        return
+    if index < 0:
+        return
+    bad = False
+    for port in ctx.active_roce:
+        gid = next((g for g in port.gids if g.index == index), None)
+        problem = ("is empty" if gid is None else "is RoCE v1" if gid.version != 2 else
+                   "is link-local" if gid.is_link_local else "")
+        if problem:
+            bad = True
+            yield Finding("gid.index-env", "error", f"{port.device} port {port.port}",
+                          f"NCCL_IB_GID_INDEX={raw} {problem} on {port.name} (symptom: ibv_modify_qp failed)",
+                          {"NCCL_IB_GID_INDEX": raw, "gids": [g.describe() for g in port.gids]},
+                          "unset NCCL_IB_GID_INDEX and let NCCL >= 2.21 auto-select, or pick the RoCE v2 IPv4 "
+                          "index shown here")
+    if not bad and ctx.active_roce:
+        yield Finding("gid.index-pinned", "info", "env NCCL_IB_GID_INDEX",
+                      f"NCCL_IB_GID_INDEX={raw} is valid now, but indices move when addresses change "
+                      "(NVIDIA/nccl#1333)", {"NCCL_IB_GID_INDEX": raw},
+                      "with NCCL >= 2.21 unset it and use NCCL_IB_ROCE_VERSION_NUM=2 / NCCL_IB_ADDR_FAMILY")

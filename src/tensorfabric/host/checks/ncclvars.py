@@ -1,0 +1,143 @@
+"""NCCL variables already set (environment or /etc/nccl.conf) that defeat RoCE or GPUDirect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tensorfabric.findings import Finding
+from tensorfabric.host.checks.base import DoctorContext, register
+from tensorfabric.host.discovery import affinity
+from tensorfabric.host.pci import DISTANCES
+
+_LEVELS = ("LOC", *DISTANCES)
+_LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # NCCL's levelsOldToNew (src/graph/paths.cc)
+
+
+def _split_list(value: str) -> tuple[bool, bool, list[str]]:
+    """NCCL's list syntax: leading ``^`` excludes, then ``=`` means exact names instead of prefixes."""
+    text = value.strip()
+    exclude = text.startswith("^")
+    text = text.removeprefix("^")
+    exact = text.startswith("=")
+    names = [t.split(":")[0].strip() for t in text.removeprefix("=").split(",") if t.strip()]
+    return exclude, exact, names
+
+
+@register("env.ib-hca")
+def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
+    raw = ctx.environ.get("NCCL_IB_HCA")
+    devices = [d.name for d in ctx.inventory.rdma_devices]
+    if raw is None or not devices:
+        return
+    exclude, exact, names = _split_list(raw)
+    for name in names:
+        matched = [d for d in devices if (d == name if exact else d.startswith(name))]
+        if not matched:
+            yield Finding("env.ib-hca-unknown", "warning" if exclude else "error", "env NCCL_IB_HCA",
+                          f"NCCL_IB_HCA entry {name!r} matches no RDMA device here", {"NCCL_IB_HCA": raw,
+                                                                                        "devices": devices},
+                          f"use one of {', '.join(devices)} (`tensorfabric env` derives the list)")
+        elif not exact:
+            extra = [d for d in matched if d != name]
+            yield Finding("env.ib-hca-prefix", "error" if extra else "warning", "env NCCL_IB_HCA",
+                          f"NCCL_IB_HCA={raw!r} has no '=': {name!r} is a prefix" +
+                          (f" and also {'excludes' if exclude else 'selects'} {', '.join(extra)}" if extra else
+                           f" (on a host with {name}0..{name}9 it would select those too)"),
+                          {"NCCL_IB_HCA": raw, "matched": matched},
+                          f"write the exact form: NCCL_IB_HCA={'^' if exclude else ''}={raw.lstrip('^=')}")
+
+
+@register("env.net")
+def net(ctx: DoctorContext) -> Iterator[Finding]:
+    if ctx.environ.get("NCCL_IB_DISABLE", "").strip() == "1":
+        yield Finding("env.ib-disabled", "error", "env NCCL_IB_DISABLE",
+                      "NCCL_IB_DISABLE=1 forces TCP sockets even where RDMA works", {"NCCL_IB_DISABLE": "1"},
+                      "unset NCCL_IB_DISABLE")
+    if ctx.environ.get("NCCL_NET", "").strip().lower() == "socket":
+        yield Finding("env.net-socket", "error", "env NCCL_NET", "NCCL_NET=Socket forces the TCP socket transport",
+                      {"NCCL_NET": ctx.environ["NCCL_NET"]}, "unset NCCL_NET (or set NCCL_NET=IB to forbid sockets)")
+
+
+@register("env.tc")
+def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
+    ports = ctx.active_roce
+    if not ports:
+        return
+    want = ctx.roce_dscp << 2
+    raw = ctx.environ.get("NCCL_IB_TC")
+    evidence: dict[str, object] = {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp, "expected": want,
+                                   "global_traffic_class": {p.name: p.traffic_class for p in ports}}
+    fix = f"export NCCL_IB_TC={want} (DSCP {ctx.roce_dscp} << 2; {want + 2} with the ECT(0) bits is equivalent)"
+    if raw is None:
+        overrides = {p.traffic_class for p in ports}
+        if None not in overrides and all(tc is not None and tc >> 2 == ctx.roce_dscp for tc in overrides):
+            return
+        effective = sorted(tc if tc is not None else 0 for tc in overrides)
+        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
+                      f"NCCL_IB_TC is unset: RoCE leaves with traffic class {effective} (DSCP "
+                      f"{[tc >> 2 for tc in effective]}), not the lossless DSCP {ctx.roce_dscp}", evidence, fix)
+        return
+    try:
+        tc = int(raw)
+    except ValueError:
+        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC", f"NCCL_IB_TC={raw!r} is not an integer",
+                      evidence, fix)
+        return
+    if tc >> 2 != ctx.roce_dscp:
+        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
+                      f"NCCL_IB_TC={tc} marks DSCP {tc >> 2}, but the lossless RoCE class is DSCP {ctx.roce_dscp}",
+                      evidence, fix)
+
+
+@register("env.socket-ifname")
+def socket_ifname(ctx: DoctorContext) -> Iterator[Finding]:
+    netdevs = list(ctx.inventory.netdevs)
+    for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        raw = ctx.environ.get(var)
+        if raw is None:
+            continue
+        exclude, exact, names = _split_list(raw)
+        exact = exact or var == "GLOO_SOCKET_IFNAME"  # Gloo takes exact names only
+        missing = [n for n in names if not any(d == n if exact else d.startswith(n) for d in netdevs)]
+        if missing and not exclude:
+            yield Finding("env.socket-ifname-missing", "error", f"env {var}",
+                          f"{var}={raw!r} names no existing interface: {', '.join(missing)}",
+                          {var: raw, "interfaces": netdevs},
+                          "name an existing interface (`tensorfabric env` derives it); NCCL 2.27 fails late with "
+                          "'neither AF_INET(2) nor AF_INET6(10)' (NVIDIA/nccl#1837)")
+
+
+def _level(raw: str) -> str | None:
+    text = raw.strip().upper()
+    if text in _LEVELS:
+        return text
+    if text.isdigit():
+        return _LEGACY_LEVELS[min(int(text), 5)]
+    return None
+
+
+@register("gdr")
+def gdr(ctx: DoctorContext) -> Iterator[Finding]:
+    inv = ctx.inventory
+    pairs = affinity(inv)
+    if pairs and not inv.gdr_support and any(p.active for p in inv.ports):
+        yield Finding("gdr.no-peermem", "warning", "host",
+                      "GPUs and RDMA NICs are present but no peer-memory module is loaded: GPUDirect RDMA is off",
+                      {"looked_for": ["sys/kernel/mm/memory_peers/nv_mem", "sys/module/nvidia_peermem"]},
+                      "modprobe nvidia-peermem (NCCL <= 2.22.3 only detects nv_peer_mem, NVIDIA/nccl#1676)")
+    raw = ctx.environ.get("NCCL_NET_GDR_LEVEL")
+    if raw is None or not pairs:
+        return
+    level = _level(raw)
+    if level is None:
+        yield Finding("gdr.level-invalid", "error", "env NCCL_NET_GDR_LEVEL", f"NCCL_NET_GDR_LEVEL={raw!r} is not "
+                      "one of LOC, PIX, PXB, PHB, SYS", {"NCCL_NET_GDR_LEVEL": raw}, "use a level name, e.g. PHB")
+        return
+    blocked = [p for p in pairs if _LEVELS.index(p.distance) > _LEVELS.index(level)]
+    if blocked:
+        yield Finding("gdr.level-too-strict", "warning", "env NCCL_NET_GDR_LEVEL",
+                      f"NCCL_NET_GDR_LEVEL={raw} ({level}) is stricter than the measured distance of "
+                      f"{len(blocked)} of {len(pairs)} GPUs to their nearest NIC: those run without GPUDirect RDMA",
+                      {"NCCL_NET_GDR_LEVEL": raw, "level": level,
+                       "blocked": {p.gpu: f"{p.distance} to {p.nic}" for p in blocked}},
+                      f"unset it or raise it to {max((p.distance for p in blocked), key=_LEVELS.index)}")

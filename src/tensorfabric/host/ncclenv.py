@@ -1,0 +1,240 @@
+"""Derive the NCCL (and Gloo) environment: from a plan alone (``nccl_env_for_nics``) or from a discovered host
+(``derive_env``), each variable with the reason it has its value.
+
+Rules (NVIDIA/nccl env.rst and troubleshooting guide, see docs/host.md):
+
+* ``NCCL_IB_HCA`` always in the exact-match form ``=dev:port,...``: without ``=`` each token is a prefix and
+  ``mlx5_1`` also selects ``mlx5_10`` .. ``mlx5_19``.
+* NCCL >= 2.21 picks the GID itself; we only pin its choice (``NCCL_IB_ROCE_VERSION_NUM``,
+  ``NCCL_IB_ADDR_FAMILY``) and write ``NCCL_IB_GID_INDEX`` only for older NCCL, where nothing else works.
+* ``NCCL_IB_TC = DSCP << 2``: mlx5 programs DSCP = traffic_class >> 2, so DSCP 26 -> 104.
+* ``NCCL_NET_GDR_LEVEL`` is a maximum distance; we stop at PHB because GPUDirect across the inter-socket
+  link is usually slower than staging through host memory.
+
+User-set variables are never overridden: they are reported as kept, and a differing value becomes a finding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensorfabric.errors import InputError
+from tensorfabric.findings import Finding
+from tensorfabric.host.discovery import affinity
+from tensorfabric.host.gids import AddrFamily, select_gid
+from tensorfabric.host.pci import DISTANCES, worst
+from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
+from tensorfabric.topology import Nic
+
+__all__ = ["EnvPlan", "EnvVar", "derive_env", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
+
+GID_AUTOSELECT = (2, 21)
+_GDR_CAP = "PHB"
+_SKIP_IF = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "ifb")
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    name: str
+    value: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EnvPlan:
+    """Derived variables, the user's own values that were kept, and conflicts as findings."""
+
+    variables: tuple[EnvVar, ...]
+    kept: Mapping[str, str] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    def as_dict(self) -> dict[str, str]:
+        """What to export: derived values for every variable the user did not set."""
+        return {v.name: v.value for v in self.variables if v.name not in self.kept}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"env": self.as_dict(), "explain": {v.name: v.reason for v in self.variables},
+                "kept": dict(self.kept), "findings": [f.to_dict() for f in self.findings]}
+
+
+def parse_nccl_version(text: str | None) -> tuple[int, int] | None:
+    """``"2.21.5"`` or ``"2.18"`` -> (major, minor); ``None`` passes through (assume a current NCCL)."""
+    if text is None:
+        return None
+    parts = text.strip().split("+")[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise InputError(f"NCCL version {text!r} must look like '2.21' or '2.18.3'") from None
+    return major, minor
+
+
+def _ports_var(ports: Sequence[tuple[str, int]]) -> EnvVar:
+    value = "=" + ",".join(f"{dev}:{port}" for dev, port in ports)
+    return EnvVar("NCCL_IB_HCA", value, "exact-match list ('=') of the RDMA ports to use; without '=' every name "
+                  "is a prefix, so mlx5_1 would also select mlx5_10..mlx5_19")
+
+
+def _socket_vars(netdevs: Sequence[str], why: str) -> list[EnvVar]:
+    if not netdevs:
+        return []
+    return [EnvVar("NCCL_SOCKET_IFNAME", "=" + ",".join(netdevs), f"bootstrap over {why}, exact names; "
+                   "auto-selection can pick docker/veth interfaces and hang init"),
+            EnvVar("GLOO_SOCKET_IFNAME", netdevs[0], f"Gloo (torch.distributed CPU group) binds one interface by "
+                   f"exact name: {netdevs[0]}")]
+
+
+def _tc_var(roce_dscp: int, ib_tc: int | None) -> EnvVar:
+    if not 0 <= roce_dscp <= 63:
+        raise InputError(f"RoCE DSCP {roce_dscp!r} must be an integer 0..63, e.g. 26")
+    if ib_tc is None:
+        return EnvVar("NCCL_IB_TC", str(roce_dscp << 2), f"DSCP {roce_dscp} << 2 = {roce_dscp << 2}: mlx5 programs "
+                      "DSCP = traffic_class >> 2, so RoCE data lands in the lossless class (default 0 is lossy)")
+    if not 0 <= ib_tc <= 255 or ib_tc >> 2 != roce_dscp:
+        raise InputError(f"NCCL traffic class {ib_tc!r} must be 0..255 and carry the RoCE DSCP {roce_dscp} in its "
+                         f"upper six bits, e.g. {roce_dscp << 2} or {(roce_dscp << 2) | 2}")
+    return EnvVar("NCCL_IB_TC", str(ib_tc), f"the plan's traffic class {ib_tc} = DSCP {roce_dscp} << 2 | ECN bits "
+                  f"{ib_tc & 3}: RoCE data lands in the lossless class (default 0 is lossy)")
+
+
+def _roce_vars(roce_dscp: int, version: tuple[int, int] | None, family: AddrFamily,
+               ib_tc: int | None = None) -> list[EnvVar]:
+    out = [_tc_var(roce_dscp, ib_tc)]
+    if version is None or version >= GID_AUTOSELECT:
+        assumed = "" if version is not None else " (assuming NCCL >= 2.21; pass --nccl-version for older)"
+        out.append(EnvVar("NCCL_IB_ROCE_VERSION_NUM", "2", "auto-select a RoCE v2 GID: v1 has no IP header, so no "
+                          "DSCP marking and no routing" + assumed))
+        kind = "IPv4-mapped" if family == "AF_INET" else "IPv6"
+        out.append(EnvVar("NCCL_IB_ADDR_FAMILY", family, f"auto-select an {kind} GID; NCCL_IB_GID_INDEX stays "
+                          "unset so the choice survives GID-table changes"))
+    return out
+
+
+def nccl_env_for_nics(nics: Sequence[Nic], *, roce_dscp: int = 26, rail_optimized: bool = False,
+                      ports: Mapping[str, int] | None = None, nccl_version: str | None = None,
+                      addr_family: AddrFamily = "AF_INET", require_rdma: bool = False,
+                      ib_tc: int | None = None) -> dict[str, str]:
+    """The NCCL environment derivable from a plan alone (no sysfs): NICs with an RDMA device become
+    ``NCCL_IB_HCA`` entries (port 1 unless ``ports`` says otherwise), their netdevs the socket interfaces.
+
+    ``ib_tc`` pins NCCL_IB_TC (e.g. 106 = DSCP 26 with ECT(0)); by default it is ``roce_dscp << 2``.
+    """
+    return {v.name: v.value for v in _plan_vars(nics, roce_dscp=roce_dscp, rail_optimized=rail_optimized,
+                                                ports=ports or {}, version=parse_nccl_version(nccl_version),
+                                                family=addr_family, require_rdma=require_rdma, ib_tc=ib_tc)}
+
+
+def _plan_vars(nics: Sequence[Nic], *, roce_dscp: int, rail_optimized: bool, ports: Mapping[str, int],
+               version: tuple[int, int] | None, family: AddrFamily, require_rdma: bool,
+               ib_tc: int | None) -> list[EnvVar]:
+    rdma = [n for n in nics if n.rdma_device]
+    out: list[EnvVar] = []
+    if rdma:
+        out.append(_ports_var([(n.rdma_device, ports.get(n.rdma_device, 1)) for n in rdma]))
+        out += _roce_vars(roce_dscp, version, family, ib_tc)
+    out += _socket_vars([n.netdev for n in (rdma or nics) if n.netdev], "the RoCE netdevs" if rdma else
+                        "the planned interfaces")
+    if rail_optimized and len(rdma) > 1:
+        out.append(EnvVar("NCCL_CROSS_NIC", "0", "rail-optimized fabric: a ring must use the same NIC rail on "
+                          "every node, since rails only meet at the spine"))
+    if require_rdma and rdma:
+        out.append(EnvVar("NCCL_NET", "IB", "never run on sockets: a missing RDMA device fails init instead of "
+                          "falling back to TCP silently"))
+    return out
+
+
+def tcp_interface(inv: HostInventory) -> RouteChoice:
+    """The interface TCP traffic would use without RDMA, and why (default route, else first usable one)."""
+    if inv.default_route and inv.default_route in inv.netdevs:
+        return RouteChoice(inv.default_route, f"{inv.default_route}, the default-route interface (proc/net/route)")
+    usable = [n for n in sorted(inv.netdevs) if not n.startswith(_SKIP_IF)]
+    up = [n for n in usable if inv.netdevs[n].operstate in ("up", "unknown")]
+    if up:
+        return RouteChoice(up[0], f"{up[0]}, the first interface that is up (no default route found)")
+    return RouteChoice(None, "no usable interface: only loopback or virtual ones")
+
+
+def _gid_family(ports: Sequence[RdmaPort]) -> tuple[AddrFamily, str]:
+    if all(select_gid(p.gids, family="AF_INET") for p in ports):
+        return "AF_INET", ""
+    if all(select_gid(p.gids, family="AF_INET6") for p in ports):
+        return "AF_INET6", "no IPv4 RoCE v2 GID on every port; using the global IPv6 ones"
+    return "AF_INET", "some port has no routable RoCE v2 GID (see doctor)"
+
+
+def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26, rail_optimized: bool = False,
+               nccl_version: str | None = None, require_rdma: bool = False, ib_tc: int | None = None) -> EnvPlan:
+    """The NCCL environment for this host: the plan-level variables plus GID and GPUDirect facts from sysfs."""
+    version = parse_nccl_version(nccl_version)
+    active = [p for p in inv.ports if p.active]
+    roce = [p for p in active if p.is_roce]
+    findings: list[Finding] = []
+    out: list[EnvVar] = []
+    if active:
+        out.append(_ports_var([(p.device, p.port) for p in active]))
+    if roce:
+        family, note = _gid_family(roce)
+        out += _roce_vars(roce_dscp, version, family, ib_tc)
+        if note:
+            out = [EnvVar(v.name, v.value, f"{v.reason}; {note}") if v.name == "NCCL_IB_ADDR_FAMILY" else v
+                   for v in out]
+        if version is not None and version < GID_AUTOSELECT:
+            out += _gid_index_var(roce, version, findings)
+    netdevs = [p.netdev for p in roce if p.netdev and select_gid(p.gids, family="AF_INET")]
+    if netdevs:
+        out += _socket_vars(list(dict.fromkeys(netdevs)), "the RoCE netdevs (they carry the RoCE v2 IPv4 GIDs)")
+    else:
+        route = tcp_interface(inv)
+        out += _socket_vars([route.interface] if route.interface else [], route.reason)
+    out += _gdr_var(inv) if active else []
+    if rail_optimized and len(active) > 1:
+        out.append(EnvVar("NCCL_CROSS_NIC", "0", "rail-optimized fabric: a ring must use the same NIC rail on "
+                          "every node, since rails only meet at the spine"))
+    if require_rdma and active:
+        out.append(EnvVar("NCCL_NET", "IB", "never run on sockets: a missing RDMA device fails init instead of "
+                          "falling back to TCP silently"))
+    kept = {v.name: environ[v.name] for v in out if v.name in environ}
+    for var in out:
+        user = kept.get(var.name)
+        if user is not None and user != var.value:
+            findings.append(Finding(
+                "env.user-value-kept", "warning", var.name,
+                f"{var.name}={user!r} is set in the environment; the derived {var.value!r} was not applied",
+                {"set": user, "derived": var.value, "reason": var.reason},
+                f"unset {var.name} to use the derived value, or confirm {user!r} is intended"))
+    return EnvPlan(tuple(out), kept, tuple(findings))
+
+
+def _gid_index_var(roce: Sequence[RdmaPort], version: tuple[int, int], findings: list[Finding]) -> list[EnvVar]:
+    chosen = {p.name: select_gid(p.gids, family="AF_INET") for p in roce}
+    indices = Counter(g.index for g in chosen.values() if g is not None)
+    if not indices:
+        return []
+    index, _ = indices.most_common(1)[0]
+    if len(indices) > 1:
+        findings.append(Finding(
+            "gid.index-differs", "warning", ", ".join(chosen),
+            "the RoCE v2 IPv4 GID sits at different indices on different ports; one NCCL_IB_GID_INDEX cannot "
+            "fit all", {p: g.index if g else None for p, g in chosen.items()},
+            "upgrade to NCCL >= 2.21 (auto-selection) or use per-port configuration"))
+    return [EnvVar("NCCL_IB_GID_INDEX", str(index), f"NCCL {version[0]}.{version[1]} < 2.21 does not auto-select; "
+                   f"index {index} is the RoCE v2 IPv4-mapped GID")]
+
+
+def _gdr_var(inv: HostInventory) -> list[EnvVar]:
+    pairs = affinity(inv)
+    if not pairs:
+        return []
+    counts = Counter(a.distance for a in pairs)
+    summary = ", ".join(f"{counts[d]} GPU(s) {d}" for d in DISTANCES if counts[d])
+    level = worst([a.distance for a in pairs])
+    capped = min(level, _GDR_CAP, key=DISTANCES.index)
+    why = f"nearest-NIC distance per GPU: {summary}"
+    if capped != level:
+        why += f"; capped at {_GDR_CAP}: GPUDirect across sockets is usually slower than staging in host memory"
+    if not inv.gdr_support:
+        why += "; no peer-memory module found, so NCCL will not use GPUDirect until nvidia_peermem is loaded"
+    return [EnvVar("NCCL_NET_GDR_LEVEL", capped, why)]
