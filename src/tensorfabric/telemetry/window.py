@@ -43,6 +43,7 @@ class Window:
             for points in series.values():
                 points.sort()
         self._data: Mapping[str, Mapping[Labels, list[Point]]] = grouped
+        self._memo: dict[tuple[str, Labels, int | None], list[tuple[float, float, float]]] = {}
         self.times = sorted({t for series in grouped.values() for pts in series.values() for t, _ in pts})
 
     @classmethod
@@ -61,23 +62,33 @@ class Window:
         return set(self._data)
 
     def series(self, metric: str, **match: str) -> Iterator[tuple[Labels, list[Point]]]:
+        wanted = set(match.items())
         for labels, points in self._data.get(metric, {}).items():
-            if all(dict(labels).get(k) == v for k, v in match.items()):
+            if wanted <= set(labels):
                 yield labels, points
 
     def points(self, metric: str, labels: Labels) -> list[Point]:
         return self._data.get(metric, {}).get(labels, [])
 
-    def increases(self, metric: str, labels: Labels) -> list[tuple[float, float, float]]:
-        """(start, end, increase) per interval of a counter series, wraps and resets handled."""
+    def increases(self, metric: str, labels: Labels, last: int | None = None) -> list[tuple[float, float, float]]:
+        """(start, end, increase) per interval of a counter series (only the ``last`` ones when given), wraps and
+        resets handled."""
+        key = (metric, labels, last)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
         points = self.points(metric, labels)
+        if last is not None:
+            points = points[-(last + 1):]
         entry = spec(metric)
         wrap = entry.wrap if entry else None
-        return [(t0, t1, counter_delta(v0, v1, wrap)[0]) for (t0, v0), (t1, v1) in pairwise(points)]
+        steps = [(t0, t1, counter_delta(v0, v1, wrap)[0]) for (t0, v0), (t1, v1) in pairwise(points)]
+        self._memo[key] = steps
+        return steps
 
     def increase(self, metric: str, labels: Labels, intervals: int = 1) -> tuple[float, float] | None:
         """(increase, seconds) over the last ``intervals`` intervals; None with fewer than two points."""
-        steps = self.increases(metric, labels)[-intervals:]
+        steps = self.increases(metric, labels, intervals)
         if not steps:
             return None
         return sum(s[2] for s in steps), steps[-1][1] - steps[0][0]

@@ -32,8 +32,10 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
             if got and got[0] > 0:
                 alerts.append(Alert("pause-storm", severity, subject_of(labels), window.end - got[1],
                                     {"counter": metric, "increase": got[0], "seconds": got[1]}, _ADVICE))
+    # a device whose own ports are held by their peers is relaying pause (or deadlocked), not storming
+    held = {dict(k).get("host") for k, f in paused_fractions(window, "rx") if f >= limits.origin_victim_rx_fraction}
     for labels, fraction in paused_fractions(window, "tx"):
-        if fraction >= limits.storm_tx_fraction:
+        if fraction >= limits.storm_tx_fraction and dict(labels).get("host") not in held:
             alerts.append(Alert("pause-storm", "critical", subject_of(labels, "priority"), window.end,
                                 {"tx_paused_fraction": round(fraction, 4), "threshold": limits.storm_tx_fraction},
                                 _ADVICE))

@@ -18,7 +18,7 @@ def _relays(window: Window, limits: Thresholds, back: int) -> set[Labels]:
     shares: dict[str, dict[Labels, float]] = {"rx": {}, "tx": {}}
     for direction in shares:
         for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
-            steps = window.increases("roce_pfc_paused_seconds_total", labels)
+            steps = window.increases("roce_pfc_paused_seconds_total", labels, back + 1)
             if len(steps) > back:
                 t0, t1, inc = steps[-1 - back]
                 shares[direction][without(labels, "direction")] = inc / (t1 - t0) if t1 > t0 else 0.0

@@ -17,10 +17,13 @@ __all__ = ["DETECTOR", "detect"]
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     rx = {without(labels, "direction"): f for labels, f in paused_fractions(window, "rx")}
+    # a device with any port held by its peer is relaying pause (or deadlocked), not the root of a tree
+    held_devices = {dict(k).get("host") for k, f in rx.items() if f >= limits.origin_victim_rx_fraction}
     origins: dict[str, list[tuple[Labels, float]]] = defaultdict(list)
     for labels, fraction in paused_fractions(window, "tx"):
         key = without(labels, "direction")
-        if fraction >= limits.origin_tx_fraction and rx.get(key, 0.0) <= limits.origin_rx_max_fraction:
+        if (fraction >= limits.origin_tx_fraction and rx.get(key, 0.0) <= limits.origin_rx_max_fraction
+                and dict(labels).get("host") not in held_devices):
             origins[dict(labels).get("priority", "")].append((labels, fraction))
     alerts: list[Alert] = []
     for priority, roots in origins.items():
