@@ -1,0 +1,180 @@
+"""``tensorfabric bench``: nccl-tests-style bandwidth sweep of one collective.
+
+Three ways to get ranks: ``--nproc N`` spawns N local ranks (torchrun-style environment); under an existing
+torchrun (or lab) launch it simply runs as that rank; ``--lab 2x1gbit`` runs one rank per host of a
+network-namespace lab with shaped links. Rank 0 prints; the others stay quiet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from tensorfabric.cli._common import SIZE, emit_json, progress
+from tensorfabric.errors import InputError
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
+CODECS = ("int8", "int4", "fp8")
+
+
+def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> Any:
+    """Body of one rank (module level so ``spawn`` can pickle it)."""
+    from tensorfabric.transfer.bench import BenchConfig, run_bench, sizes
+    from tensorfabric.transfer.group import init
+
+    group = init(timeout_s=timeout_s)
+    try:
+        if group.rank == 0:
+            steps = len(sizes(config.min_bytes, config.max_bytes, config.factor))
+            with progress(f"{config.op} x{group.size}", steps, enabled=show_progress) as advance:
+                return run_bench(group, config, advance)
+        assert isinstance(config, BenchConfig)
+        run_bench(group, config)
+        return None
+    finally:
+        group.destroy()
+
+
+def _header(result: Any, config: Any) -> list[str]:
+    lines = [
+        f"# tensorfabric bench: {result.op}  nranks {result.nranks}  backend {result.backend}"
+        + (f"  transport {result.transport}" if result.transport else "")
+        + f"  dtype {result.dtype}  codec {result.codec}",
+    ]
+    if config is not None:
+        lines.append(f"# minBytes {config.min_bytes} maxBytes {config.max_bytes} step: {config.factor}(factor) "
+                     f"warmup iters: {config.warmup} iters: {config.iters} validation: 1")
+    codec = result.codec != "none"
+    extra = f"  {'wire':>12}  {'maxerr':>9}" if codec else ""
+    extra_units = f"  {'(B)':>12}  {'':>9}" if codec else ""
+    lines += [
+        "#",
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>9}  {'algbw':>7}  "
+        f"{'busbw':>7}  {'#wrong':>6}{extra}",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>9}  {'(GB/s)':>7}  "
+        f"{'(GB/s)':>7}  {'':>6}{extra_units}",
+    ]
+    return lines
+
+
+def format_table(result: Any, config: Any = None) -> str:
+    lines = _header(result, config)
+    for r in result.rows:
+        line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
+                f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
+        if r.wire_bytes is not None:
+            line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
+        lines.append(line)
+    lines += [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
+              f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
+    return "\n".join(lines)
+
+
+def _plot(path: str, results: list[Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorfabric.fsutil import atomic_write_bytes
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for res in results:
+        label = res.codec if res.codec != "none" else "uncompressed"
+        ax.plot([r.size for r in res.rows], [r.busbw for r in res.rows], marker="o", ms=3, label=label)
+    first = results[0]
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("size (bytes)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title(f"{first.op}, {first.nranks} ranks, {first.backend}, {first.dtype}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
+    from tensorfabric.transfer.launch import spawn, under_torchrun
+
+    show = sys.stderr.isatty() and sys.stdout.isatty()
+    if under_torchrun(os.environ):
+        return _run_rank(int(os.environ["RANK"]), config, show, timeout_s)
+    if nproc == 1:
+        return _run_rank(0, config, show, timeout_s)
+    return spawn(_run_rank, nproc, args=(config, show, timeout_s), timeout_s=timeout_s * 4 + 60)[0]
+
+
+@click.command(name="bench", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--op", type=click.Choice(OPS), default="all_reduce", show_default=True, help="Collective to sweep.")
+@click.option("--min", "min_bytes", type=SIZE, default="8", show_default=True, help="Smallest size (bytes).")
+@click.option("--max", "max_bytes", type=SIZE, default="32M", show_default=True,
+              help="Largest size (32M keeps a 2-core machine under a minute; nccl-tests users pass 128M).")
+@click.option("--factor", type=click.IntRange(min=2), default=2, show_default=True, help="Size multiplier.")
+@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="Warm-up iterations.")
+@click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="Timed iterations.")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--codec", type=click.Choice(CODECS), default=None, help="Bench the compressed path.")
+@click.option("--block", type=click.IntRange(min=2), default=64, show_default=True, help="Codec block size.")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Spawn this many local ranks (ignored under torchrun).")
+@click.option("--lab", "lab_spec", default=None, metavar="SPEC",
+              help="Run one rank per host of a network-namespace lab, e.g. 2x1gbit (needs root).")
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
+              help="Seconds any collective may take before it fails.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write busbw vs size to FILE.png.")
+@click.pass_context
+def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int,
+        dtype: str, codec: str | None, block: int, nproc: int, lab_spec: str | None, timeout_s: float,
+        as_json: bool, plot: str | None) -> int:
+    """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
+    from tensorfabric.transfer.bench import BenchConfig, BenchResult
+
+    if not timeout_s > 0:
+        raise InputError(f"--timeout: {timeout_s!r} must be a positive number of seconds such as 120")
+    config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
+                         iters=iters, dtype=dtype, codec=codec or "none", block=block)
+    if block % 2:
+        raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
+    results: list[Any] = []
+    if lab_spec is not None:
+        from tensorfabric.lab.launch import run_distributed
+
+        argv = ["bench", *_argv_from_params(ctx), "--json"]
+        text = run_distributed(lab_spec, argv, timeout_s=timeout_s * 4 + 120)
+        result = BenchResult.from_dict(json.loads(text))
+    else:
+        result = _sweep(config, nproc, timeout_s)
+        if result is None:  # a non-zero rank under torchrun: rank 0 reports
+            return 0
+    results.append(result)
+    if plot is not None:
+        if config.codec != "none" and lab_spec is None:
+            from dataclasses import replace
+
+            results.append(_sweep(replace(config, codec="none"), nproc, timeout_s))
+        _plot(plot, results)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(format_table(result, config))
+    return 1 if result.wrong else 0
+
+
+def _argv_from_params(ctx: click.Context) -> list[str]:
+    """Rebuild bench flags from parsed values (used when the CLI runs in-process, without sys.argv)."""
+    p = ctx.params
+    argv = ["--op", p["op"], "--min", str(p["min_bytes"]), "--max", str(p["max_bytes"]), "--factor",
+            str(p["factor"]), "--warmup", str(p["warmup"]), "--iters", str(p["iters"]), "--dtype", p["dtype"],
+            "--block", str(p["block"]), "--timeout", str(p["timeout_s"])]
+    if p["codec"]:
+        argv += ["--codec", p["codec"]]
+    return argv

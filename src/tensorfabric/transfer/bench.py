@@ -1,0 +1,315 @@
+"""An nccl-tests-style sweep over message sizes: time, algbw, busbw and a real check of every result.
+
+Definitions follow nccl-tests (``doc/PERFORMANCE.md``): GB/s with GB = 1e9 bytes, time in microseconds (mean per
+op over ``iters``, averaged across ranks), ``algbw = S / t`` and ``busbw = algbw * factor`` with, for n ranks:
+
+=================  ==========================================  ============
+op                 S (bytes given to the bandwidth formula)    bus factor
+=================  ==========================================  ============
+all_reduce         count * typesize                            2(n-1)/n
+all_gather         per-rank count * typesize * n (total)       (n-1)/n
+reduce_scatter     per-rank count * typesize * n (total)       (n-1)/n
+all_to_all         per-peer count * typesize * n (total)       (n-1)/n
+broadcast          count * typesize                            1
+sendrecv           count * typesize                            1
+=================  ==========================================  ============
+
+For the split ops the per-rank (per-peer) count is ``size / typesize / n`` rounded down to a 16-byte multiple,
+as nccl-tests does; the size column shows the total. The footer's average is the arithmetic mean of busbw
+over every row.
+
+Check: uncompressed runs use small integers (exact in float32 and bfloat16 whatever the summation order), so
+``#wrong`` counts elements that differ at all from the locally computed expectation. Codec runs use seeded
+normal data; ``max_error`` is measured against the float64 exact result and ``#wrong`` counts elements outside
+the codec's documented bound (:mod:`tensorfabric.transfer.compressed`). With a codec ``S`` is still the
+uncompressed size, so busbw is the *effective* bandwidth; ``wire_bytes`` is the encoded size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tensorfabric.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from tensorfabric.transfer.codecs import BlockCodec
+    from tensorfabric.transfer.group import Group
+
+__all__ = ["OPS", "DTYPES", "BenchConfig", "BenchResult", "BenchRow", "sizes", "run_bench", "bus_factor"]
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
+CODEC_OPS = ("all_reduce", "all_gather")
+DTYPES = {"float32": "float", "bfloat16": "bfloat16"}
+_SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    op: str = "all_reduce"
+    min_bytes: int = 8
+    max_bytes: int = 32 * 2**20
+    """32 MiB, not nccl-tests' 128M: a 2-core CI machine finishes the sweep in seconds."""
+    factor: int = 2
+    warmup: int = 5
+    iters: int = 20
+    dtype: str = "float32"
+    codec: str = "none"
+    block: int = 64
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise InputError(f"op: {self.op!r} is not one of {', '.join(OPS)}")
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype: {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        if self.min_bytes < 1 or self.max_bytes < self.min_bytes:
+            raise InputError(f"sizes: --min {self.min_bytes} and --max {self.max_bytes} must satisfy "
+                             "1 <= min <= max, e.g. --min 8 --max 32M")
+        if self.factor < 2:
+            raise InputError(f"factor: {self.factor!r} must be an integer >= 2 such as 2")
+        if self.warmup < 0 or self.iters < 1:
+            raise InputError(f"warmup {self.warmup!r} / iters {self.iters!r}: need warmup >= 0 and iters >= 1")
+        if self.codec != "none" and self.op not in CODEC_OPS:
+            raise InputError(f"codec {self.codec!r} applies to {', '.join(CODEC_OPS)}, not op {self.op!r}")
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    size: int
+    count: int
+    type: str
+    redop: str
+    root: int
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: int
+    wire_bytes: int | None = None
+    max_error: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.wire_bytes is None:
+            del data["wire_bytes"], data["max_error"]
+        return data
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    op: str
+    nranks: int
+    backend: str
+    dtype: str
+    codec: str
+    rows: tuple[BenchRow, ...] = field(default_factory=tuple)
+    transport: str = ""
+
+    @property
+    def avg_busbw(self) -> float:
+        return sum(r.busbw for r in self.rows) / len(self.rows) if self.rows else 0.0
+
+    @property
+    def wrong(self) -> int:
+        return sum(r.wrong for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "nranks": self.nranks, "backend": self.backend, "dtype": self.dtype,
+                "codec": self.codec, "rows": [r.to_dict() for r in self.rows], "avg_busbw": self.avg_busbw}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchResult:
+        rows = tuple(BenchRow(**{k: row.get(k) for k in BenchRow.__dataclass_fields__ if k in row})
+                     for row in data["rows"])
+        return cls(data["op"], int(data["nranks"]), data["backend"], data["dtype"], data["codec"], rows)
+
+
+def bus_factor(op: str, n: int) -> float:
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in _SPLIT_OPS:
+        return (n - 1) / n
+    return 1.0
+
+
+def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    out = []
+    size = min_bytes
+    while size <= max_bytes:
+        out.append(size)
+        size *= factor
+    return out
+
+
+def _counts(op: str, size: int, typesize: int, n: int) -> tuple[int, int]:
+    """(count column, total bytes S) for a requested size, nccl-tests style."""
+    count = size // typesize
+    if op in _SPLIT_OPS:
+        per_rank = (count // n) & ~(16 // typesize - 1)
+        return per_rank, per_rank * typesize * n
+    return count, count * typesize
+
+
+def _pattern(rank: int, count: int, dtype: torch.dtype, salt: int = 0) -> torch.Tensor:
+    import torch
+
+    # Integers in [-8, 8]: any sum over <= 32 ranks stays exact in bfloat16 (8 significant bits).
+    values = (torch.arange(count, dtype=torch.int64) * 7 + rank * 3 + salt) % 17 - 8
+    return values.to(dtype)
+
+
+def _random(rank: int, count: int, seed: int) -> torch.Tensor:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed * 1000 + rank)
+    return torch.randn(count, generator=gen, dtype=torch.float32)
+
+
+class _Case:
+    """One op at one size: fresh inputs, the call to time, and the check of its result."""
+
+    def __init__(self, group: Group, op: str, count: int, dtype: torch.dtype, codec: BlockCodec | None,
+                 seed: int) -> None:
+        self.group, self.op, self.count, self.dtype, self.codec, self.seed = group, op, count, dtype, codec, seed
+        n, r = group.size, group.rank
+        self.total = count * n if op in _SPLIT_OPS and op != "all_gather" else count
+        if codec is not None:
+            self.inputs = [_random(i, self.total, seed).to(dtype) for i in range(n)]
+        else:
+            self.inputs = [_pattern(i, self.total, dtype) for i in range(n)]
+        self.buf = self.inputs[r].clone()
+        self.recv = self.buf.clone()
+
+    def reset(self) -> None:
+        self.buf.copy_(self.inputs[self.group.rank])
+
+    def run(self) -> Any:
+        g, op = self.group, self.op
+        if op == "all_reduce":
+            return g.all_reduce(self.buf, codec=self.codec)
+        if op == "all_gather":
+            return g.all_gather(self.buf, codec=self.codec)
+        if op == "reduce_scatter":
+            return g.reduce_scatter(self.buf)
+        if op == "broadcast":
+            return g.broadcast(self.buf, src=0)
+        if op == "all_to_all":
+            return g.all_to_all(self.buf)
+        return self._sendrecv()
+
+    def _sendrecv(self) -> Any:
+        from tensorfabric.transfer.group import SendRecv
+
+        g = self.group
+        if g.size == 1:
+            self.recv.copy_(self.buf)
+            return self.recv
+        nxt, prev = (g.rank + 1) % g.size, (g.rank - 1) % g.size
+        g.batch_send_recv([SendRecv("send", self.buf, nxt), SendRecv("recv", self.recv, prev)])
+        return self.recv
+
+    def expected(self) -> torch.Tensor:
+        import torch
+
+        n, r, c = self.group.size, self.group.rank, self.count
+        exact = [x.to(torch.float64) for x in self.inputs]
+        if self.op == "all_reduce":
+            return torch.stack(exact).sum(0)
+        if self.op == "all_gather":
+            return torch.cat(exact)
+        if self.op == "reduce_scatter":
+            return torch.stack(exact).sum(0)[r * c:(r + 1) * c]
+        if self.op == "broadcast":
+            return exact[0]
+        if self.op == "all_to_all":
+            return torch.cat([x[r * c:(r + 1) * c] for x in exact])
+        return exact[(r - 1) % n]
+
+    def check(self, result: torch.Tensor) -> tuple[int, float]:
+        import torch
+
+        got = result.reshape(-1).to(torch.float64)
+        want = self.expected()
+        err = (got - want).abs()
+        max_error = float(err.max()) if err.numel() else 0.0
+        if self.codec is None:
+            return int((err != 0).sum()), max_error
+        bound = self._bound()
+        return int((err > bound * (1 + 1e-6) + 1e-30).sum()), max_error
+
+    def _bound(self) -> torch.Tensor:
+        import torch
+
+        from tensorfabric.transfer.compressed import error_bound_all_reduce
+
+        assert self.codec is not None
+        if self.op == "all_reduce":
+            return error_bound_all_reduce(self.inputs, self.codec, self.group.size, out_dtype=self.dtype)
+        parts = []
+        for x in self.inputs:
+            padded = self.codec.padded(x.numel())
+            xf = torch.nn.functional.pad(x.to(torch.float64), (0, padded - x.numel()))
+            blockmax = xf.view(-1, self.codec.block).abs().amax(dim=1).repeat_interleave(self.codec.block)
+            b = (self.codec.unit_error * blockmax)[: x.numel()]
+            eps_out = 2.0**-8 if self.dtype == torch.bfloat16 else 0.0
+            parts.append(b + (x.to(torch.float64).abs() + b) * eps_out)
+        return torch.cat(parts)
+
+
+def _time_per_op(group: Group, case: _Case, warmup: int, iters: int) -> float:
+    import torch
+
+    for _ in range(warmup):
+        case.run()
+    group.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        case.run()
+    local = (time.perf_counter() - t0) / iters
+    if group.pg is None:
+        return local
+    seconds = torch.tensor([local], dtype=torch.float64)
+    group.all_reduce(seconds, op="avg")
+    return float(seconds.item())
+
+
+def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None] | None = None) -> BenchResult:
+    """Run the sweep on ``group`` (every member calls this); every rank gets the same result."""
+    import torch
+
+    from tensorfabric.transfer.codecs import get_codec
+
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[config.dtype]
+    typesize = torch.tensor([], dtype=dtype).element_size()
+    codec = get_codec(config.codec, config.block) if config.codec != "none" else None
+    n = group.size
+    rows = []
+    for index, size in enumerate(sizes(config.min_bytes, config.max_bytes, config.factor)):
+        count, total_bytes = _counts(config.op, size, typesize, n)
+        case = _Case(group, config.op, count, dtype, codec, seed=index)
+        seconds = _time_per_op(group, case, config.warmup, config.iters)
+        case.reset()
+        wrong, max_error = case.check(case.run())
+        if group.pg is not None:
+            flag = torch.tensor([wrong], dtype=torch.int64)
+            group.all_reduce(flag)
+            wrong = int(flag.item())
+        algbw = total_bytes / 1e9 / seconds if seconds > 0 else 0.0
+        wire = None
+        if codec is not None:
+            if config.op == "all_reduce":
+                wire = codec.encoded_nbytes(codec.padded(count, n))
+            else:
+                wire = codec.encoded_nbytes(codec.padded(count)) * n
+        rows.append(BenchRow(
+            size=total_bytes, count=count, type=DTYPES[config.dtype],
+            redop="sum" if config.op in ("all_reduce", "reduce_scatter") else "none",
+            root=0 if config.op == "broadcast" else -1, time_us=seconds * 1e6, algbw=algbw,
+            busbw=algbw * bus_factor(config.op, n), wrong=wrong, wire_bytes=wire,
+            max_error=max_error if codec is not None else None))
+        if advance is not None:
+            advance(1)
+    return BenchResult(config.op, n, group.backend, config.dtype, config.codec, tuple(rows), group.transport)
