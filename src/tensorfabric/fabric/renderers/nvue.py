@@ -1,0 +1,93 @@
+"""Cumulus Linux NVUE commands for one switch (paste into a shell or run as a script, then ``nv config apply``).
+
+The RoCE recipe is written out explicitly instead of ``nv set qos roce`` so every value comes from the spec:
+the full DSCP table, PFC on the lossless switch-priorities with per-port cable length and headroom (one PFC
+profile per distinct cable/headroom), ECN per port speed (one congestion-control profile per speed), the
+strict CNP queue, ETS shares and the PFC watchdog. Cumulus' watchdog detects after ``polling-interval x
+robustness`` and restores after the same time, so a spec restoration time different from detection cannot
+be expressed here.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
+from tensorfabric.fabric.renderers.plan import SwitchPlan
+
+__all__ = ["EXTENSION", "TARGET", "render"]
+
+TARGET = "cumulus"
+EXTENSION = "nvue"
+_TRUST = {"dscp": "l3", "pcp": "l2"}
+
+
+def render(plan: SwitchPlan) -> str:
+    out = [f"# {plan.name}: Cumulus NVUE, {GENERATED}", f"nv set system hostname {plan.name}",
+           f"nv set qos mapping default-global trust {_TRUST[plan.trust]}"]
+    out += [f"nv set qos mapping default-global dscp {d} switch-priority {plan.dscp_to_priority.get(d, 0)}"
+            for d in range(64)]
+    out += [f"nv set qos egress-queue-mapping default-global switch-priority {p} traffic-class {p}" for p in range(8)]
+    prios = ",".join(str(p) for p in plan.lossless)
+    out += [f"nv set qos pfc default-global switch-priority {prios}",
+            "nv set qos pfc default-global tx enable", "nv set qos pfc default-global rx enable"]
+
+    pfc_profiles: dict[tuple[float | None, Headroom | None], str] = {}
+    for port in plan.ports:
+        key = (port.cable_length_m, port.headroom)
+        if port.lossless and key not in pfc_profiles:
+            # NVUE takes whole metres; rounding up keeps the headroom on the safe side.
+            cable = math.ceil(port.cable_length_m) if port.cable_length_m is not None else None
+            name = f"roce-{cable}m" if cable is not None else "roce"
+            while name in pfc_profiles.values():
+                name += "b"
+            pfc_profiles[key] = name
+            out += [f"nv set qos pfc {name} switch-priority {prios}", f"nv set qos pfc {name} tx enable",
+                    f"nv set qos pfc {name} rx enable"]
+            if cable is not None:
+                out.append(f"nv set qos pfc {name} cable-length {cable}")
+            if port.headroom is not None:
+                out += [f"nv set qos pfc {name} xoff-threshold {port.headroom.xoff_bytes}",
+                        f"nv set qos pfc {name} xon-threshold {port.headroom.xon_bytes}",
+                        f"nv set qos pfc {name} port-buffer {port.headroom.size_bytes}"]
+
+    ecn_profiles: dict[EcnProfile, str] = {}
+    profiles = plan.ecn_profiles()
+    for i, (speed, profile) in enumerate(profiles.items()):
+        names = ["default-global"] if i == 0 else []
+        if profile not in ecn_profiles:
+            ecn_profiles[profile] = f"roce-ecn-{speed_label(speed)}"
+            names.append(ecn_profiles[profile])
+        for name in names:
+            for tc in plan.lossless:
+                base = f"nv set qos congestion-control {name} traffic-class {tc}"
+                out += [f"{base} min-threshold {profile.kmin_bytes}", f"{base} max-threshold {profile.kmax_bytes}",
+                        f"{base} probability {number(profile.pmax_percent)}",
+                        f"{base} ecn {'enable' if profile.ecn else 'disable'}"]
+
+    for prio in range(8):
+        if prio in plan.strict:
+            out.append(f"nv set qos egress-scheduler default-global traffic-class {prio} mode strict")
+        elif prio in plan.ets:
+            out += [f"nv set qos egress-scheduler default-global traffic-class {prio} mode dwrr",
+                    f"nv set qos egress-scheduler default-global traffic-class {prio} bw-percent {plan.ets[prio]}"]
+
+    wd = plan.watchdog
+    poll = wd.polling_ms or 100.0
+    if wd.enabled:
+        out += [f"nv set qos pfc-watchdog polling-interval {number(poll)}",
+                f"nv set qos pfc-watchdog robustness {max(1, math.ceil((wd.detection_ms or poll) / poll))}"]
+    for port in plan.ports:
+        base = f"nv set interface {port.name}"
+        out += [f"{base} description {shlex.quote(port.peer)}" if port.peer else f"# {port.name}",
+                f"{base} link mtu {port.mtu}", f"{base} link speed {speed_label(port.speed_bps)}"]
+        if port.lossless:
+            out.append(f"{base} qos pfc profile {pfc_profiles[(port.cable_length_m, port.headroom)]}")
+        if port.ecn in ecn_profiles:
+            out.append(f"{base} qos congestion-control profile {ecn_profiles[port.ecn]}")
+        if port.lossless and wd.enabled:
+            out.append(f"{base} qos pfc-watchdog")
+    out.append("nv config apply")
+    return "\n".join(out) + "\n"

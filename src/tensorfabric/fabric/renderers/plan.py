@@ -1,0 +1,211 @@
+"""Per-device plans: the spec resolved into exactly what each switch and host must be told.
+
+Renderers never read the spec. This module applies the fabric-wide QoS plan, each device's ``qos`` override
+and the per-port headroom once, into frozen records whose fields use the vocabulary of
+:mod:`tensorfabric.fabric.deployed`, so a rendered file parsed back can be compared field by field with the
+plan it came from (the round-trip tests do exactly that).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from tensorfabric.errors import InputError
+from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
+from tensorfabric.fabric.headroom import headroom_for_port
+from tensorfabric.fabric.spec import FabricSpec, HostSpec, SwitchSpec
+from tensorfabric.fabric.spec_qos import WatchdogPlan
+
+__all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_plans", "switch_plans"]
+
+
+NcclEnvFor = Callable[..., Mapping[str, str]]
+"""``(host_nics: Sequence[Nic], *, roce_dscp: int) -> Mapping[str, str]``: the host doctor's ``nccl_env_for_nics``.
+It is called with ``roce_dscp`` as a keyword so both keyword-only and positional implementations fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class PortPlan:
+    name: str
+    peer: str
+    speed_bps: float
+    mtu: int
+    cable_length_m: float | None
+    """``None`` for a declared port without a cable: it is configured, but headroom cannot be sized."""
+    lossless: bool
+    headroom: Headroom | None
+    ecn: EcnProfile
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchPlan:
+    name: str
+    nos: str
+    trust: Literal["dscp", "pcp"]
+    dscp_to_priority: Mapping[int, int]
+    roce_dscps: tuple[int, ...]
+    roce_priority: int
+    cnp_dscp: int
+    cnp_priority: int
+    lossless: tuple[int, ...]
+    strict: tuple[int, ...]
+    ets: Mapping[int, int]
+    ecn_enabled: bool
+    watchdog: Watchdog
+    mtu: int
+    classifier: Literal["dscp", "acl"]
+    acl_name: str
+    udp_port: int
+    ports: tuple[PortPlan, ...]
+
+    def ecn_profiles(self) -> dict[float, EcnProfile]:
+        """One ECN profile per port speed, in first-seen order."""
+        out: dict[float, EcnProfile] = {}
+        for port in self.ports:
+            out.setdefault(port.speed_bps, port.ecn)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NicPlan:
+    netdev: str
+    rdma_device: str
+    speed_bps: float
+    mtu: int
+    cable_length_m: float | None
+    trust: Literal["dscp", "pcp"]
+    pfc: tuple[int, ...]
+    dscp_to_priority: Mapping[int, int]
+    """Only the entries that differ from the NIC default ``prio = DSCP >> 3``."""
+    cnp_dscp: int
+    cnp_priority: int
+    ecn_priorities: tuple[int, ...]
+    storm_prevention_ms: int | None
+    roce_tclass: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlan:
+    name: str
+    nics: tuple[NicPlan, ...]
+    nccl_env: Mapping[str, str]
+
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:/-]*$")
+
+
+def _check_name(value: str, what: str) -> None:
+    # Names end up in CLI configs that people paste into shells; refuse anything that could break a line.
+    if not _SAFE_NAME.match(value) or len(value) > 64:
+        raise InputError(f"{what}: {value!r} may hold only letters, digits and _ . : / - (at most 64)")
+
+
+def _watchdog(plan: WatchdogPlan) -> Watchdog:
+    return Watchdog(plan.enabled, float(plan.detection_ms), float(plan.restoration_ms), plan.action,
+                    float(plan.poll_ms))
+
+
+def _switch_ports(spec: FabricSpec, sw: SwitchSpec) -> list[str]:
+    names = [p.name for p in sw.ports]
+    for link in spec.links:
+        for end in (link.a, link.b):
+            device, _, port = end.partition(":")
+            if device == sw.name and port not in names:
+                names.append(port)
+    return names
+
+
+def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
+    plans: list[SwitchPlan] = []
+    qos = spec.qos
+    for sw in spec.switches:
+        over = sw.qos
+        dscp = qos.dscp_to_priority() | dict(over.dscp_map or {})
+        ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
+        ports: list[PortPlan] = []
+        for name in _switch_ports(spec, sw):
+            endpoint = f"{sw.name}:{name}"
+            _check_name(name, f"switches[{sw.name}].ports")
+            link = spec.link_at(endpoint)
+            speed = (spec.link_speed(link) if link else spec.port_speed(endpoint)) or 0.0
+            room = headroom_for_port(spec, endpoint)
+            port_spec = sw.port(name)
+            headroom = None
+            if room is not None:
+                xoff = port_spec.headroom_xoff if port_spec and port_spec.headroom_xoff else room.xoff_bytes
+                size = room.size_bytes if xoff == room.xoff_bytes else xoff + room.xon_bytes
+                headroom = Headroom(xoff, room.xon_bytes, size)
+            profile = over.ecn or qos.ecn_for(speed)
+            peer = spec.peer_of(endpoint) or ""
+            _check_name(peer, f"link peer of {endpoint}")
+            ports.append(PortPlan(
+                name=name, peer=peer, speed_bps=speed, mtu=spec.port_mtu(endpoint),
+                cable_length_m=spec.configured_cable_m(endpoint), lossless=link.lossless if link else True,
+                headroom=headroom, ecn=EcnProfile(profile.kmin, profile.kmax, float(profile.pmax), ecn_on),
+            ))
+        strict = over.strict_priorities if over.strict_priorities is not None else (
+            (qos.cnp.priority,) if qos.cnp.strict else ())
+        plans.append(SwitchPlan(
+            name=sw.name, nos=sw.nos, trust=over.trust or qos.trust, dscp_to_priority=dscp,
+            roce_dscps=tuple(qos.roce.dscp), roce_priority=qos.roce.priority, cnp_dscp=qos.cnp.dscp,
+            cnp_priority=qos.cnp.priority,
+            lossless=tuple(sorted(over.pfc_priorities if over.pfc_priorities is not None else qos.lossless_priorities)),
+            strict=tuple(sorted(strict)), ets=dict(qos.ets.weights), ecn_enabled=ecn_on,
+            watchdog=_watchdog(over.watchdog or qos.watchdog), mtu=over.mtu or qos.mtu.switch,
+            classifier=qos.classifier.kind, acl_name=qos.classifier.acl_name, udp_port=qos.classifier.udp_port,
+            ports=tuple(ports),
+        ))
+    return plans
+
+
+def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None) -> dict[str, str]:
+    qos = spec.qos
+    plan = spec.nccl_for(host)
+    env: dict[str, str] = {}
+    if nccl_env_for is not None:
+        topo = spec.to_topology().device(host.name)
+        nics = getattr(topo, "nics", ())
+        env.update(nccl_env_for(nics, roce_dscp=qos.roce.dscp[0]))
+    else:
+        rdma = [n.rdma_device for n in host.nics if n.rdma_device]
+        if rdma:
+            env["NCCL_IB_HCA"] = "=" + ",".join(f"{dev}:1" for dev in rdma)
+        env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(n.netdev for n in host.nics)
+    # The spec is the plan of record for the traffic class: the derived value must agree with the switches.
+    env["NCCL_IB_TC"] = str(qos.nccl_tc(plan))
+    if plan.gid_index is not None:
+        env["NCCL_IB_GID_INDEX"] = str(plan.gid_index)
+    if plan.ib_hca is not None:
+        env["NCCL_IB_HCA"] = plan.ib_hca
+    if plan.cross_nic is not None:
+        env["NCCL_CROSS_NIC"] = str(plan.cross_nic)
+    return dict(sorted(env.items()))
+
+
+def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list[HostPlan]:
+    qos = spec.qos
+    plans: list[HostPlan] = []
+    for host in spec.hosts:
+        nics: list[NicPlan] = []
+        for nic in host.nics:
+            over = nic.qos
+            endpoint = f"{host.name}:{nic.netdev}"
+            full = qos.dscp_to_priority() | dict(over.dscp_map or {})
+            storm = over.storm_prevention_ms if over.storm_prevention_ms is not None else qos.nic_storm_prevention_ms
+            pfc = tuple(sorted(over.pfc_priorities if over.pfc_priorities is not None else qos.lossless_priorities))
+            ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
+            nics.append(NicPlan(
+                netdev=nic.netdev, rdma_device=nic.rdma_device, speed_bps=spec.port_speed(endpoint) or 0.0,
+                mtu=spec.port_mtu(endpoint), cable_length_m=spec.configured_cable_m(endpoint),
+                trust=over.trust or qos.trust, pfc=pfc,
+                dscp_to_priority={d: p for d, p in sorted(full.items()) if p != d >> 3},
+                cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
+                cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,
+                ecn_priorities=pfc if ecn_on else (), storm_prevention_ms=storm,
+                roce_tclass=qos.nccl_tc(spec.nccl_for(host)),
+            ))
+        plans.append(HostPlan(host.name, tuple(nics), _nccl_env(spec, host, nccl_env_for)))
+    return plans

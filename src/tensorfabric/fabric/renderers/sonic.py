@@ -1,0 +1,122 @@
+"""SONiC ``config_db.json`` fragment for one switch: maps, PFC, ECN/WRED, schedulers, static headroom, watchdog.
+
+Load it with ``sonic-cfggen -j FILE --write-to-db`` (or ``config load``). Headroom is rendered in
+*traditional* mode, a static ``BUFFER_PROFILE`` per port computed from the spec (speed, cable length, MTU,
+ASIC), because the dynamic model's own result depends on image-specific tables this file cannot see.
+Every DSCP is mapped explicitly so nothing falls back to the stock ``AZURE`` map, which sends DSCP 26 to
+lossy TC 1 (sonic-buildimage ``qos_config.j2``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.renderers._text import metres, number, speed_label
+from tensorfabric.fabric.renderers.plan import SwitchPlan
+
+__all__ = ["EXTENSION", "TARGET", "render"]
+
+TARGET = "sonic"
+EXTENSION = "json"
+_MAP = "ROCE"
+_PRIORITIES = range(8)
+
+
+def _ints(table: dict[int, int]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in sorted(table.items())}
+
+
+def _csv(values: tuple[int, ...] | list[int]) -> str:
+    return ",".join(str(v) for v in sorted(values))
+
+
+def _wred(profile: EcnProfile) -> dict[str, str]:
+    out = {"ecn": "ecn_all" if profile.ecn else "ecn_none"}
+    for colour in ("green", "yellow", "red"):
+        out[f"wred_{colour}_enable"] = "true"
+        out[f"{colour}_min_threshold"] = str(profile.kmin_bytes)
+        out[f"{colour}_max_threshold"] = str(profile.kmax_bytes)
+        out[f"{colour}_drop_probability"] = number(profile.pmax_percent)
+    return out
+
+
+def render(plan: SwitchPlan) -> str:
+    lossless = plan.lossless
+    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": plan.name}}}
+    db["PORT"] = {p.name: {"speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
+                           "description": p.peer} for p in plan.ports}
+    if plan.trust == "dscp":
+        db["DSCP_TO_TC_MAP"] = {_MAP: _ints({d: plan.dscp_to_priority.get(d, 0) for d in range(64)})}
+    else:
+        db["DOT1P_TO_TC_MAP"] = {_MAP: _ints({p: p for p in _PRIORITIES})}
+    db["TC_TO_PRIORITY_GROUP_MAP"] = {_MAP: _ints({p: p if p in lossless else 0 for p in _PRIORITIES})}
+    db["TC_TO_QUEUE_MAP"] = {_MAP: _ints({p: p for p in _PRIORITIES})}
+    db["MAP_PFC_PRIORITY_TO_QUEUE"] = {_MAP: _ints({p: p for p in lossless})}
+
+    wd_on = plan.watchdog.enabled
+    port_qos: dict[str, dict[str, str]] = {}
+    for port in plan.ports:
+        entry = {"dscp_to_tc_map" if plan.trust == "dscp" else "dot1p_to_tc_map": _MAP,
+                 "tc_to_pg_map": _MAP, "tc_to_queue_map": _MAP, "pfc_to_queue_map": _MAP,
+                 "pfc_enable": _csv(lossless) if port.lossless else ""}
+        entry["pfcwd_sw_enable"] = _csv(lossless) if port.lossless and wd_on else ""
+        port_qos[port.name] = entry
+    db["PORT_QOS_MAP"] = port_qos
+
+    wred_names: dict[EcnProfile, str] = {}
+    for speed, profile in plan.ecn_profiles().items():
+        if plan.ecn_enabled:
+            wred_names.setdefault(profile, f"ROCE_LOSSLESS_{speed_label(speed)}")
+    db["WRED_PROFILE"] = {name: _wred(profile) for profile, name in wred_names.items()}
+
+    schedulers: dict[str, dict[str, str]] = {}
+    queues: dict[str, dict[str, str]] = {}
+    for port in plan.ports:
+        for prio in _PRIORITIES:
+            entry = {}
+            if prio in plan.strict:
+                schedulers["scheduler.strict"] = {"type": "STRICT"}
+                entry["scheduler"] = "scheduler.strict"
+            elif prio in plan.ets:
+                name = f"scheduler.dwrr{plan.ets[prio]}"
+                schedulers[name] = {"type": "DWRR", "weight": str(plan.ets[prio])}
+                entry["scheduler"] = name
+            if prio in lossless and port.lossless and port.ecn in wred_names:
+                entry["wred_profile"] = wred_names[port.ecn]
+            if entry:
+                queues[f"{port.name}|{prio}"] = entry
+    db["SCHEDULER"] = dict(sorted(schedulers.items()))
+    db["QUEUE"] = queues
+
+    profiles: dict[str, Headroom] = {}
+    pgs: dict[str, dict[str, str]] = {}
+    for port in plan.ports:
+        if port.headroom is None or not port.lossless:
+            continue
+        cable = metres(port.cable_length_m) if port.cable_length_m is not None else "default"
+        base = f"pg_lossless_{int(port.speed_bps // 1_000_000)}_{cable}_profile"
+        name = base
+        while name in profiles and profiles[name] != port.headroom:
+            name = f"{base}_{port.mtu}" if name == base else f"{name}_"
+        profiles[name] = port.headroom
+        for prio in lossless:
+            pgs[f"{port.name}|{prio}"] = {"profile": name}
+    db["BUFFER_PROFILE"] = {
+        name: {"pool": "ingress_lossless_pool", "xon": str(room.xon_bytes), "xoff": str(room.xoff_bytes),
+               "size": str(room.size_bytes), "dynamic_th": "0"}
+        for name, room in profiles.items()
+    }
+    db["BUFFER_PG"] = pgs
+    db["CABLE_LENGTH"] = {"AZURE": {p.name: metres(p.cable_length_m) for p in plan.ports
+                                    if p.cable_length_m is not None}}
+    pfc_wd: dict[str, dict[str, str]] = {"GLOBAL": {"POLL_INTERVAL": number(plan.watchdog.polling_ms or 200)}}
+    if wd_on:
+        for port in plan.ports:
+            if port.lossless:
+                pfc_wd[port.name] = {"action": plan.watchdog.action or "drop",
+                                     "detection_time": number(plan.watchdog.detection_ms or 200),
+                                     "restoration_time": number(plan.watchdog.restoration_ms or 200)}
+    db["PFC_WD"] = pfc_wd
+    return json.dumps(db, indent=2) + "\n"
