@@ -76,6 +76,10 @@ class Monitor:
     def counter_events(self) -> list[CounterEvent]:
         return self.rates.events
 
+    def window(self) -> Window:
+        """The short-horizon window the detectors saw last."""
+        return Window.from_points(self._fine)
+
     def latest(self) -> list[Sample]:
         """The newest sample of every series seen so far."""
         return list(self._latest.values())

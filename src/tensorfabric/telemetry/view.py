@@ -1,0 +1,51 @@
+"""The terminal view of ``tensorfabric monitor``: top ports by paused share, then the active alerts."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+
+from tensorfabric.samples import Alert
+from tensorfabric.telemetry.detectors.base import paused_fractions
+from tensorfabric.telemetry.window import Window, subject_of
+
+__all__ = ["alerts_table", "render_view", "top_paused"]
+
+
+def top_paused(window: Window, limit: int = 10) -> list[tuple[str, str, float]]:
+    """(subject, direction, paused share of the last interval), largest first."""
+    rows = [(subject_of(labels, "priority"), direction, fraction)
+            for direction in ("rx", "tx") for labels, fraction in paused_fractions(window, direction)]
+    return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))[:limit]
+
+
+def alerts_table(alerts: tuple[Alert, ...] | list[Alert]) -> Table:
+    table = Table(title=f"Alerts ({len(alerts)})")
+    for column in ("severity", "detector", "subject", "recommendation"):
+        table.add_column(column, overflow="fold")
+    colour = {"critical": "red", "warning": "yellow", "info": "cyan"}
+    order = {"critical": 0, "warning": 1, "info": 2}
+    for a in sorted(alerts, key=lambda a: (order[a.severity], a.detector, a.subject)):
+        table.add_row(f"[{colour[a.severity]}]{a.severity}[/]", a.detector, a.subject,
+                      a.recommendation.split(": ")[0].split(". ")[0])
+    return table
+
+
+def render_view(window: Window, alerts: tuple[Alert, ...], *, errors: dict[str, tuple[str, ...]],
+                title: str) -> Group:
+    ports = Table(title=title)
+    for column, justify in (("port", "left"), ("direction", "left"), ("paused", "right")):
+        ports.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for subject, direction, fraction in top_paused(window):
+        style = "red" if fraction >= 0.5 else "yellow" if fraction >= 0.05 else ""
+        ports.add_row(subject, direction, f"[{style}]{fraction:7.2%}[/]" if style else f"{fraction:7.2%}")
+    parts: list[Table] = [ports, alerts_table(alerts)]
+    if errors:
+        failed = Table(title="Source errors")
+        failed.add_column("source")
+        failed.add_column("error", overflow="fold")
+        for name, messages in sorted(errors.items()):
+            for message in messages[:3]:
+                failed.add_row(name, message)
+        parts.append(failed)
+    return Group(*parts)
