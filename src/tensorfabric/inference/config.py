@@ -133,10 +133,19 @@ def _rope(raw: dict[str, Any], source: str) -> tuple[float, RopeScaling]:
 
 def config_from_dict(raw: Any, source: str = "config.json") -> ModelConfig:
     """Validate a parsed ``config.json``; raise InputError/ParseError naming what is wrong."""
+    try:
+        return _config_from_dict(raw, source)
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise ParseError(f"malformed value: {exc}", source=source) from exc
+
+
+def _config_from_dict(raw: Any, source: str) -> ModelConfig:
     if not isinstance(raw, dict):
         raise ParseError("expected a JSON object", source=source)
     model_type = raw.get("model_type")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise InputError(f"{source}: model_type {model_type!r} is not a Llama-family decoder; "
                          f"accepted: {', '.join(FAMILIES)}")
     if raw.get("hidden_act", "silu") != "silu":

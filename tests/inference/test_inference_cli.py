@@ -1,0 +1,87 @@
+"""``tensorfabric model`` and ``tensorfabric run`` in process: output, JSON keys, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tensorfabric.cli.main import main
+
+RUN_KEYS = {"text", "token_ids", "ttft_s", "decode_latency_s", "tokens_per_s", "tp", "pp", "codec", "transport",
+            "comm"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("cli") / "tiny"
+    assert main(["model", "make-tiny", str(directory), "--layers", "2", "--hidden", "64", "--heads", "4",
+                 "--kv-heads", "2", "--vocab", "300", "--shard-size", "64K"]) == 0
+    return directory
+
+
+def test_make_tiny_and_info(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["model", "info", str(tiny), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["layers"] == 2 and info["kv_heads"] == 2 and len(info["files"]) > 1
+
+
+def test_run_json_single_rank(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code = main(["run", "--model", str(tiny), "--tp", "1", "--prompt", "hi", "--max-new-tokens", "6",
+                 "--ignore-eos", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert RUN_KEYS <= report.keys()
+    assert len(report["token_ids"]) == 6 and isinstance(report["text"], str)
+    assert set(report["decode_latency_s"]) == {"p50", "p99"} and report["tp"] == 1
+    assert report["transport"] == "local" and report["codec"] == "none"
+
+
+def test_run_default_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedded default (what ``make demo`` runs): tiny model made in the cache, tp=2 on two ranks."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["run", "--max-new-tokens", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "time to first token" in out and "all_reduce" in out and "gloo/tcp" in out
+    assert (tmp_path / "tensorfabric").is_dir()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--model", "{missing}"], "does not exist"),
+    (["--model", "{tiny}", "--tp", "3"], "tp=3 does not divide"),
+    (["--model", "{tiny}", "--tp", "1", "--pp", "5"], "exceeds the model's 2 layers"),
+    (["--model", "{gpt2}"], "not a Llama-family decoder"),
+    (["--model", "{corrupt}"], "truncated or corrupt"),
+    (["--model", "{tiny}", "--max-new-tokens", "0"], "at least 1"),
+])
+def test_bad_input_exits_2(args: list[str], needle: str, tiny: Path, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_embd": 64}))
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    for f in tiny.iterdir():
+        data = f.read_bytes()
+        (corrupt / f.name).write_bytes(data[:-100] if f.suffix == ".safetensors" else data)
+    paths = {"missing": tmp_path / "missing", "tiny": tiny, "gpt2": gpt2, "corrupt": corrupt}
+    argv = ["run", *(a.format(**paths) for a in args)]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_world_size_not_tp_times_pp_under_torchrun(tiny: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A launched rank (torchrun env) with the wrong world size exits 2 before any rendezvous."""
+    for key, value in {"RANK": "1", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}.items():
+        monkeypatch.setenv(key, value)
+    assert main(["run", "--model", str(tiny), "--tp", "2"]) == 2
+    assert "world size 3 is not tp x pp" in capsys.readouterr().err
