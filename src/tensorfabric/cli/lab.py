@@ -24,7 +24,7 @@ def cli() -> None:
 @click.option("--leaves", type=int, default=None, help="Leaf switches (leafspine; default 2).")
 @click.option("--spines", type=int, default=None, help="Spine switches (leafspine; default 2).")
 @click.option("--uplink-rate", type=RATE, default=None, help="Leaf-spine link rate (leafspine; default --rate).")
-@click.option("--mtu", type=int, default=1500, show_default=True, help="MTU of every lab interface, 576..9000.")
+@click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of every lab interface, 576..9000.")
 @click.option("--subnet", default="198.18.0.0/15", show_default=True, help="IPv4 network for lab addresses.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lab's status as JSON.")
 def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None, spines: int | None,

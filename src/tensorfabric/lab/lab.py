@@ -26,7 +26,7 @@ from typing import Any
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.lab.netlink import Netlink, check_privileges, ip_command
 from tensorfabric.lab.plan import BRIDGE, HOST_IFACE, LabPlan, ns_prefix, plan_lab
-from tensorfabric.lab.spec import DEFAULT_SUBNET, LabSpec
+from tensorfabric.lab.spec import DEFAULT_MTU, DEFAULT_SUBNET, LabSpec
 from tensorfabric.lab.state import LabState, Owner, StateStore
 
 __all__ = ["DEFAULT_MASTER_PORT", "Lab", "down_all", "lab_down", "rank_env"]
@@ -62,7 +62,7 @@ class Lab:
 
     def __init__(self, hosts: int = 2, rate: str | float = "1gbit", *, name: str | None = None,
                  topology: str = "star", leaves: int = 1, spines: int = 1, uplink_rate: str | float | None = None,
-                 mtu: int = 1500, subnet: str = DEFAULT_SUBNET, state_dir: str | os.PathLike[str] | None = None,
+                 mtu: int = DEFAULT_MTU, subnet: str = DEFAULT_SUBNET, state_dir: str | os.PathLike[str] | None = None,
                  netlink: Netlink | None = None, on_step: StepHook | None = None) -> None:
         spec = LabSpec.create(name=name or _auto_name(), hosts=hosts, rate=rate, topology=topology, leaves=leaves,
                               spines=spines, uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
@@ -120,8 +120,12 @@ class Lab:
         self._state = state
         try:
             self._build()
-        except BaseException:
-            self.down()
+        except BaseException as exc:
+            try:
+                self.down()
+            except LabError as cleanup:
+                # Keep the original failure as the error; say what the rollback could not remove.
+                exc.add_note(f"rollback incomplete: {cleanup}")
             raise
         self._save(phase="up")
         return self
@@ -202,6 +206,8 @@ class Lab:
     def command(self, host: str, argv: Sequence[str]) -> list[str]:
         """The argv that runs ``argv`` inside ``host``'s namespace."""
         self._check_host(host)
+        if self._state is None:
+            raise LabError(f"lab {self.name!r} is not up; use 'with Lab(...)' or lab.up() first")
         if not argv:
             raise InputError("command: nothing to run; give a program after '--'")
         return [ip_command(), "netns", "exec", self.plan.netns(host), *argv]

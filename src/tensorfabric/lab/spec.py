@@ -24,6 +24,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.units import format_rate, parse_rate
 
 __all__ = [
+    "DEFAULT_MTU",
     "DEFAULT_SUBNET",
     "MAX_HOSTS",
     "LabSpec",
@@ -35,6 +36,9 @@ __all__ = [
 Topology = Literal["star", "leafspine"]
 TOPOLOGIES: tuple[Topology, ...] = ("star", "leafspine")
 DEFAULT_SUBNET = "198.18.0.0/15"
+# Jumbo frames, as on the RoCE fabrics the lab stands in for (and topology.Nic's default): TCP then carries
+# 8948 payload bytes per 9014-byte frame (99.3 %) instead of 1448 per 1514 (95.6 %) at MTU 1500.
+DEFAULT_MTU = 9000
 MAX_HOSTS = 64
 MAX_LEAVES = 16
 MAX_SPINES = 8
@@ -87,14 +91,14 @@ class LabSpec:
     """Spine switches (leafspine only)."""
     uplink_rate_bps: float = 0.0
     """Leaf--spine link rate in bits per second (leafspine only); 0 means the host rate."""
-    mtu: int = 1500
+    mtu: int = DEFAULT_MTU
     """MTU of every lab interface, bytes."""
     subnet: str = DEFAULT_SUBNET
     """IPv4 network the lab's addresses come from."""
 
     @classmethod
     def create(cls, *, name: str, hosts: int, rate: str | float, topology: str = "star", leaves: int = 1,
-               spines: int = 1, uplink_rate: str | float | None = None, mtu: int = 1500,
+               spines: int = 1, uplink_rate: str | float | None = None, mtu: int = DEFAULT_MTU,
                subnet: str = DEFAULT_SUBNET) -> LabSpec:
         """Validate user-facing values (unit strings allowed) and build the spec."""
         validate_name(name)

@@ -3,7 +3,8 @@
 Run as ``python -m tensorfabric.lab.tcpbulk recv --port 5201 --bytes 50000000`` in one host and
 ``python -m tensorfabric.lab.tcpbulk send --to 198.18.0.2 --port 5201 --bytes 50000000`` in another. The
 receiver prints one JSON line: bytes received, seconds from first to last byte, and the goodput in bits per
-second (TCP payload only; on the wire each 1448-byte segment also carries 66 bytes of headers at MTU 1500).
+second (TCP payload only; every segment also carries 66 bytes of Ethernet, IP and TCP headers: 1448 payload
+bytes per 1514-byte frame at MTU 1500, 8948 per 9014 at MTU 9000).
 Every socket operation has a timeout, so a broken link ends the run instead of hanging it.
 """
 
