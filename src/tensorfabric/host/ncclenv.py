@@ -25,14 +25,14 @@ from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.discovery import affinity
 from tensorfabric.host.gids import AddrFamily, select_gid
-from tensorfabric.host.pci import DISTANCES, worst
+from tensorfabric.host.pci import DISTANCES, Distance, worst
 from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
 from tensorfabric.topology import Nic
 
-__all__ = ["EnvPlan", "EnvVar", "derive_env", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
+__all__ = ["GDR_CAP", "EnvPlan", "EnvVar", "derive_env", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
 
 GID_AUTOSELECT = (2, 21)
-_GDR_CAP = "PHB"
+GDR_CAP: Distance = "PHB"
 _SKIP_IF = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "ifb")
 
 
@@ -231,10 +231,10 @@ def _gdr_var(inv: HostInventory) -> list[EnvVar]:
     counts = Counter(a.distance for a in pairs)
     summary = ", ".join(f"{counts[d]} GPU(s) {d}" for d in DISTANCES if counts[d])
     level = worst([a.distance for a in pairs])
-    capped = min(level, _GDR_CAP, key=DISTANCES.index)
+    capped = min(level, GDR_CAP, key=DISTANCES.index)
     why = f"nearest-NIC distance per GPU: {summary}"
     if capped != level:
-        why += f"; capped at {_GDR_CAP}: GPUDirect across sockets is usually slower than staging in host memory"
+        why += f"; capped at {GDR_CAP}: GPUDirect across sockets is usually slower than staging in host memory"
     if not inv.gdr_support:
         why += "; no peer-memory module found, so NCCL will not use GPUDirect until nvidia_peermem is loaded"
     return [EnvVar("NCCL_NET_GDR_LEVEL", capped, why)]

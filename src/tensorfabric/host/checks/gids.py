@@ -42,8 +42,9 @@ def index_env(ctx: DoctorContext) -> Iterator[Finding]:
     bad = False
     for port in ctx.active_roce:
         gid = next((g for g in port.gids if g.index == index), None)
-        problem = ("is empty" if gid is None else "is RoCE v1" if gid.version != 2 else
-                   "is link-local" if gid.is_link_local else "")
+        faults = ["empty"] if gid is None else [
+            *(["RoCE v1"] if gid.version != 2 else []), *(["link-local"] if gid.is_link_local else [])]
+        problem = f"is {' and '.join(faults)}" if faults else ""
         if problem:
             bad = True
             yield Finding("gid.index-env", "error", f"{port.device} port {port.port}",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.discovery import affinity
+from tensorfabric.host.ncclenv import GDR_CAP
 from tensorfabric.host.pci import DISTANCES
 
 _LEVELS = ("LOC", *DISTANCES)
@@ -133,11 +134,13 @@ def gdr(ctx: DoctorContext) -> Iterator[Finding]:
         yield Finding("gdr.level-invalid", "error", "env NCCL_NET_GDR_LEVEL", f"NCCL_NET_GDR_LEVEL={raw!r} is not "
                       "one of LOC, PIX, PXB, PHB, SYS", {"NCCL_NET_GDR_LEVEL": raw}, "use a level name, e.g. PHB")
         return
-    blocked = [p for p in pairs if _LEVELS.index(p.distance) > _LEVELS.index(level)]
+    # Beyond PHB GPUDirect is rarely a gain (the derivation stops there too), so SYS GPUs only need PHB.
+    needed = {p.gpu: min(p.distance, GDR_CAP, key=_LEVELS.index) for p in pairs}
+    blocked = [p for p in pairs if _LEVELS.index(needed[p.gpu]) > _LEVELS.index(level)]
     if blocked:
         yield Finding("gdr.level-too-strict", "warning", "env NCCL_NET_GDR_LEVEL",
                       f"NCCL_NET_GDR_LEVEL={raw} ({level}) is stricter than the measured distance of "
                       f"{len(blocked)} of {len(pairs)} GPUs to their nearest NIC: those run without GPUDirect RDMA",
                       {"NCCL_NET_GDR_LEVEL": raw, "level": level,
                        "blocked": {p.gpu: f"{p.distance} to {p.nic}" for p in blocked}},
-                      f"unset it or raise it to {max((p.distance for p in blocked), key=_LEVELS.index)}")
+                      f"unset it or raise it to {max((needed[p.gpu] for p in blocked), key=_LEVELS.index)}")
