@@ -73,7 +73,7 @@ class AsicSpec(SpecModel):
     @classmethod
     def _known(cls, value: str) -> str:
         if value.lower() not in ASICS:
-            raise ValueError(f"{value!r} is not one of {', '.join(ASICS)}")
+            raise ValueError(f"is not one of {', '.join(ASICS)}")
         return value.lower()
 
     def buffer(self) -> AsicBuffer:
@@ -182,7 +182,7 @@ class LinkSpec(SpecModel):
     def _endpoint(cls, value: str) -> str:
         device, sep, port = value.partition(":")
         if not sep or not device or not port:
-            raise ValueError(f"{value!r} must be 'device:port', e.g. 'leaf1:Ethernet0' or 'h1:eth2'")
+            raise ValueError("must be 'device:port', e.g. 'leaf1:Ethernet0' or 'h1:eth2'")
         return value
 
     @property

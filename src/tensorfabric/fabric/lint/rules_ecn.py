@@ -14,9 +14,8 @@ AFTER_PFC = "ecn.after-pfc"
 
 
 def _roce_queue(ctx: LintContext, ref: PortRef) -> int:
-    table = ref.port.dscp_to_priority or {}
-    prio = table.get(ctx.plan.roce.dscp[0], ctx.plan.roce.priority)
-    return ref.device.queue_of(prio)
+    # The plan's RoCE priority: a wrong DSCP map is R1's finding, not a missing ECN profile.
+    return ref.device.queue_of(ctx.plan.roce.priority)
 
 
 @rule(DISABLED, "error", "R5", "no ECN marking on the RoCE queue of a switch, or DCQCN off on a NIC")

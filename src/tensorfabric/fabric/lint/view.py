@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Watchdog
-from tensorfabric.fabric.headroom import HeadroomResult, compute_headroom, headroom_for_port
+from tensorfabric.fabric.headroom import ASICS, HeadroomResult, compute_headroom, headroom_for_port
 from tensorfabric.fabric.spec import FabricSpec, HostSpec, SwitchSpec
 from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan, WatchdogPlan
 
@@ -91,9 +91,13 @@ class LintContext:
         if self.spec is not None and self.spec.link_at(ref.endpoint) is not None:
             return headroom_for_port(self.spec, ref.endpoint, configured=False)
         if ref.port.speed_bps and ref.port.cable_length_m:
-            model = "sonic" if ref.device.kind == "switch" else "mlx5-nic"
-            mtu = ref.port.mtu or (self.plan.mtu.switch if ref.device.kind == "switch" else self.plan.mtu.host)
-            return compute_headroom(ref.port.speed_bps, ref.port.cable_length_m, mtu, model)
+            speed, cable = ref.port.speed_bps, ref.port.cable_length_m
+            if ref.device.kind == "host":
+                return compute_headroom(speed, cable, ref.port.mtu or self.plan.mtu.host, "mlx5-nic")
+            # Without a spec the ASIC is unknown: only flag what no Spectrum preset could get away with.
+            mtu = ref.port.mtu or self.plan.mtu.switch
+            return min((compute_headroom(speed, cable, mtu, "sonic", asic) for asic in ASICS),
+                       key=lambda r: r.xoff_bytes)
         return None
 
 
