@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
-from tensorfabric.fabric.parsers.nccl_env import parse_env_lines
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
 
@@ -26,6 +25,7 @@ _DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
 _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
 _DEFAULT_DSCP = {dscp: dscp >> 3 for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def sniff(text: str) -> bool:
@@ -174,12 +174,19 @@ def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[st
 
 def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
     if len(words) >= 2 and words[1] == "%s\\n" and ">" in words:
-        body = "\n".join(words[2:words.index(">")])
-        env.update(parse_env_lines(body, where.source))
+        # The shell has already removed the quoting: each word is one literal NAME=value line of the file.
+        for word in words[2:words.index(">")]:
+            name, sep, value = word.partition("=")
+            if not sep or not _ENV_NAME.fullmatch(name):
+                raise where.error(f"printf line {word!r} must be NAME=value")
+            env[name] = value
 
 
 def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
-    env.update(parse_env_lines("\n".join(w for w in words[1:] if "=" in w), where.source))
+    for word in words[1:]:
+        name, sep, value = word.partition("=")
+        if sep and _ENV_NAME.fullmatch(name):
+            env[name] = value
 
 
 _Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], None]

@@ -1,7 +1,8 @@
 """An NCCL environment file (``/etc/nccl.conf``, ``~/.nccl.conf`` or a shell ``.env``) into a host Deployed.
 
-Accepts ``NAME=value`` and ``export NAME=value`` lines with shell quoting, ``#`` comments and blank lines,
-which covers what NCCL itself reads and what job launchers source.
+Accepts ``NAME=value`` lines, ``#`` comments and blank lines. A ``.conf`` file is read as NCCL reads it: the
+value is everything after the first ``=``, literally. Any other file is read as a shell-sourced ``.env``:
+``export`` is allowed and values are unquoted as the shell would.
 """
 
 from __future__ import annotations
@@ -31,11 +32,17 @@ def sniff(text: str) -> bool:
 
 def parse_env_lines(text: str, source: str) -> dict[str, str]:
     env: dict[str, str] = {}
+    literal = source.endswith(".conf")
     for number, line in _lines(text):
         where = Where(source, number, line)
         match = _ASSIGN.match(line)
         if match is None:
             raise where.error("expected NAME=value (optionally prefixed by 'export')")
+        if literal:
+            if line.startswith("export"):
+                raise where.error("NCCL reads .conf files literally; write NAME=value without 'export'")
+            env[match.group(1)] = match.group(2)
+            continue
         try:
             words = shlex.split(match.group(2), comments=True) if match.group(2) else [""]
         except ValueError as exc:

@@ -9,7 +9,7 @@ switched on in the profile of lossless ports.
 from __future__ import annotations
 
 from tensorfabric.fabric.deployed import EcnProfile
-from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
+from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
 from tensorfabric.fabric.renderers.plan import PortPlan, SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
@@ -68,10 +68,10 @@ def render(plan: SwitchPlan) -> str:
                 f"{prefix} default recovery-time {number((wd.restoration_ms or 200) / 1000)}",
                 f"{prefix} default polling-interval {number((wd.polling_ms or 100) / 1000)}",
                 f"{prefix} action {_ACTION.get(wd.action or 'drop', 'drop')}", "!"]
-    for port in plan.ports:
-        out.append(f"interface {port.name}")
-        if port.peer:
-            out.append(f"   description {port.peer}")
-        out += [f"   mtu {port.mtu}", f"   service-profile {_profile_name(port)}", "!"]
+    blocks = [(port.name, tuple([f"   description {port.peer}"] if port.peer else [])
+                                + (f"   mtu {port.mtu}", f"   service-profile {_profile_name(port)}"))
+              for port in plan.ports]
+    for name, body in group_interfaces(blocks):
+        out += [f"interface {name}", *body, "!"]
     out.append("end")
     return "\n".join(out) + "\n"

@@ -29,7 +29,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 def _name(value: str, pattern: re.Pattern[str], what: str) -> str:
-    if not pattern.match(value) or value in (".", ".."):
+    if not pattern.fullmatch(value) or value in (".", ".."):
         raise InputError(f"{what}: {value!r} is not a valid name (letters, digits, _ . - ; Linux netdevs at most "
                          "15 characters)")
     return shlex.quote(value)
@@ -42,7 +42,7 @@ def _num(value: int, lo: int, hi: int, what: str) -> str:
 
 
 def _env_line(name: str, value: str) -> str:
-    if not _ENV_NAME.match(name):
+    if not _ENV_NAME.fullmatch(name):
         raise InputError(f"NCCL environment name {name!r} must look like NCCL_IB_TC")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise InputError(f"NCCL environment value of {name} holds control characters: {value!r}")

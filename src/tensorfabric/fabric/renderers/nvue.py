@@ -37,7 +37,7 @@ def render(plan: SwitchPlan) -> str:
     pfc_profiles: dict[tuple[float | None, Headroom | None], str] = {}
     for port in plan.ports:
         key = (port.cable_length_m, port.headroom)
-        if port.lossless and key not in pfc_profiles:
+        if port.lossless and key not in pfc_profiles and key != (None, None):
             # NVUE takes whole metres; rounding up keeps the headroom on the safe side.
             cable = math.ceil(port.cable_length_m) if port.cable_length_m is not None else None
             name = f"roce-{cable}m" if cable is not None else "roce"
@@ -53,19 +53,18 @@ def render(plan: SwitchPlan) -> str:
                         f"nv set qos pfc {name} xon-threshold {port.headroom.xon_bytes}",
                         f"nv set qos pfc {name} port-buffer {port.headroom.size_bytes}"]
 
+    # The first speed's profile is the default; ports of other speeds get a named profile.
     ecn_profiles: dict[EcnProfile, str] = {}
-    profiles = plan.ecn_profiles()
-    for i, (speed, profile) in enumerate(profiles.items()):
-        names = ["default-global"] if i == 0 else []
-        if profile not in ecn_profiles:
-            ecn_profiles[profile] = f"roce-ecn-{speed_label(speed)}"
-            names.append(ecn_profiles[profile])
-        for name in names:
-            for tc in plan.lossless:
-                base = f"nv set qos congestion-control {name} traffic-class {tc}"
-                out += [f"{base} min-threshold {profile.kmin_bytes}", f"{base} max-threshold {profile.kmax_bytes}",
-                        f"{base} probability {number(profile.pmax_percent)}",
-                        f"{base} ecn {'enable' if profile.ecn else 'disable'}"]
+    for speed, profile in plan.ecn_profiles().items():
+        if profile in ecn_profiles:
+            continue
+        name = "default-global" if not ecn_profiles else f"roce-ecn-{speed_label(speed)}"
+        ecn_profiles[profile] = name
+        for tc in plan.lossless:
+            base = f"nv set qos congestion-control {name} traffic-class {tc}"
+            out += [f"{base} min-threshold {profile.kmin_bytes}", f"{base} max-threshold {profile.kmax_bytes}",
+                    f"{base} probability {number(profile.pmax_percent)}",
+                    f"{base} ecn {'enable' if profile.ecn else 'disable'}"]
 
     for prio in range(8):
         if prio in plan.strict:
@@ -83,9 +82,9 @@ def render(plan: SwitchPlan) -> str:
         base = f"nv set interface {port.name}"
         out += [f"{base} description {shlex.quote(port.peer)}" if port.peer else f"# {port.name}",
                 f"{base} link mtu {port.mtu}", f"{base} link speed {speed_label(port.speed_bps)}"]
-        if port.lossless:
+        if port.lossless and (port.cable_length_m is not None or port.headroom is not None):
             out.append(f"{base} qos pfc profile {pfc_profiles[(port.cable_length_m, port.headroom)]}")
-        if port.ecn in ecn_profiles:
+        if ecn_profiles.get(port.ecn, "default-global") != "default-global":
             out.append(f"{base} qos congestion-control profile {ecn_profiles[port.ecn]}")
         if port.lossless and wd.enabled:
             out.append(f"{base} qos pfc-watchdog")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from tensorfabric.fabric.deployed import EcnProfile
-from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
+from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
 from tensorfabric.fabric.renderers.plan import SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
@@ -108,14 +108,15 @@ def render(plan: SwitchPlan) -> str:
                 "!"]
     else:
         out += ["priority-flow-control watch-dog-interval off", "!"]
+    blocks: list[tuple[str, tuple[str, ...]]] = []
     for port in plan.ports:
-        out.append(f"interface {port.name}")
-        if port.peer:
-            out.append(f"  description {port.peer}")
-        out += [f"  mtu {port.mtu}", f"  priority-flow-control mode {'on' if port.lossless else 'off'}"]
+        body = [f"  description {port.peer}"] if port.peer else []
+        body += [f"  mtu {port.mtu}", f"  priority-flow-control mode {'on' if port.lossless else 'off'}"]
         if port.lossless and wd.enabled:
-            out.append("  priority-flow-control watch-dog-interval on")
-        out += [f"  service-policy type qos input {_CLASSIFY}",
-                f"  service-policy type queuing output {queuing[port.ecn]}"]
-        out.append("!")
+            body.append("  priority-flow-control watch-dog-interval on")
+        body += [f"  service-policy type qos input {_CLASSIFY}",
+                 f"  service-policy type queuing output {queuing[port.ecn]}"]
+        blocks.append((port.name, tuple(body)))
+    for name, body_lines in group_interfaces(blocks):
+        out += [f"interface {name}", *body_lines, "!"]
     return "\n".join(out) + "\n"

@@ -99,7 +99,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:/-]*$")
 
 def _check_name(value: str, what: str) -> None:
     # Names end up in CLI configs that people paste into shells; refuse anything that could break a line.
-    if not _SAFE_NAME.match(value) or len(value) > 64:
+    if not _SAFE_NAME.fullmatch(value) or len(value) > 64:
         raise InputError(f"{what}: {value!r} may hold only letters, digits and _ . : / - (at most 64)")
 
 
