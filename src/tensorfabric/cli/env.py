@@ -51,7 +51,9 @@ def read_text_file(path: str, what: str) -> bytes:
 
 
 def _sh(name: str, value: str) -> str:
-    return f"export {name}={shlex.quote(value)}"
+    # NCCL's exact-match '=' reads as a typo in `export X==y`; quoting it keeps the line obvious.
+    quoted = shlex.quote(value)
+    return f"export {name}={quoted if quoted != value or not value.startswith('=') else repr(value)}"
 
 
 def _dotenv(name: str, value: str) -> str:
