@@ -62,7 +62,19 @@ def _rank_main(rank: int, cfg: RunConfig, show_progress: bool) -> RankResult:
         return run_rank(cfg, environ=dict(os.environ), progress=bars)
 
 
-def _lab_argv(cfg: RunConfig, as_json: bool) -> list[str]:
+def _save_logits(path: Path, result: RankResult) -> None:
+    import io
+
+    import torch
+
+    from tensorfabric.fsutil import atomic_write_bytes
+
+    buf = io.BytesIO()
+    torch.save(torch.stack(result.logits), buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _lab_argv(cfg: RunConfig, as_json: bool, logits_path: Path | None) -> list[str]:
     argv = ["run", "--model", cfg.model_dir, "--tp", str(cfg.tp), "--pp", str(cfg.pp),
             "--max-new-tokens", str(cfg.sampling.max_new_tokens), "--temperature", str(cfg.sampling.temperature),
             "--top-p", str(cfg.sampling.top_p), "--seed", str(cfg.sampling.seed), "--comm-codec", cfg.codec,
@@ -73,6 +85,8 @@ def _lab_argv(cfg: RunConfig, as_json: bool) -> list[str]:
         argv.append("--comm-codec-decode")
     if not cfg.sampling.stop_at_eos:
         argv.append("--ignore-eos")
+    if logits_path is not None:
+        argv += ["--save-logits", str(logits_path)]
     if as_json:
         argv.append("--json")
     return argv
@@ -125,10 +139,12 @@ def _render(report: dict[str, Any]) -> None:
 @click.option("--lab", "lab_spec", default=None, help="Run one rank per host of a lab, e.g. 2x1gbit.")
 @click.option("--timeout", "timeout_s", type=DURATION, default=300.0, show_default=True,
               help="Bound on the whole run (and on each collective).")
+@click.option("--save-logits", "logits_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str, codec_decode: bool, dtype: str,
-        microbatches: int, lab_spec: str | None, timeout_s: float, as_json: bool) -> int:
+        microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, as_json: bool) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.errors import InputError
     from tensorfabric.inference.report import summarize
@@ -145,26 +161,34 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
-                    timeout_s=float(timeout_s))
+                    timeout_s=float(timeout_s), keep_logits=logits_path is not None)
     if lab_spec is not None and not under_torchrun(environ):
         from tensorfabric.lab.launch import run_distributed
         from tensorfabric.lab.spec import parse_short_spec
 
         hosts, _ = parse_short_spec(lab_spec)
         prepare(cfg, world_size=hosts)
-        click.echo(run_distributed(lab_spec, _lab_argv(cfg, as_json), timeout_s=float(timeout_s) + 60), nl=False)
+        argv = _lab_argv(cfg, as_json, logits_path)
+        click.echo(run_distributed(lab_spec, argv, timeout_s=float(timeout_s) + 60), nl=False)
         return 0
     show = not as_json
+    # The last stage's first tensor-parallel rank holds the logits.
+    logits_rank = (pp - 1) * tp
     if under_torchrun(environ):
         result = _rank_main(int(environ["RANK"]), cfg, show)
+        if logits_path is not None and result.rank == logits_rank:
+            _save_logits(logits_path, result)
         if result.rank != 0:
             return 0
     else:
         prepare(cfg, world_size=tp * pp)
         if tp * pp == 1:
-            result = _rank_main(0, replace(cfg), show)
+            results = [_rank_main(0, replace(cfg), show)]
         else:
-            result = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s) + 60)[0]
+            results = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s) + 60)
+        result = results[0]
+        if logits_path is not None:
+            _save_logits(logits_path, results[logits_rank])
     tok = load_tokenizer(directory)
     texts = [tok.decode(ids, skip_special_tokens=True) for ids in result.token_ids]
     report = summarize(result, cfg, texts, str(directory))
