@@ -8,12 +8,44 @@ showing the socket transport); 2 bad input (missing sysfs root, unreadable/binar
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from tensorfabric.cli.env import plan_from_spec, read_text_file
+from tensorfabric.errors import InputError
+
+if TYPE_CHECKING:
+    from tensorfabric.host.mlnx_qos import MlnxQos
 
 __all__ = ["cli"]
+
+
+def _run(argv: Sequence[str]) -> str:
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=15, check=True).stdout
+    except subprocess.SubprocessError as exc:
+        raise OSError(f"{argv[0]} failed: {exc}") from exc
+
+
+def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, MlnxQos]:
+    """Captured files (IF=FILE) first; on the live host, run the tool for the other RoCE netdevs."""
+    from tensorfabric.host.mlnx_qos import collect, parse_mlnx_qos
+
+    result: dict[str, MlnxQos] = {}
+    for item in files:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"--mlnx-qos {item!r} must be IF=FILE, e.g. ens1f0np0=mlnx_qos.txt")
+        text = read_text_file(path, "mlnx_qos capture").decode("utf-8", errors="replace")
+        result[name] = parse_mlnx_qos(text, interface=name, source=path)
+    missing = [n for n in live_netdevs if n not in result]
+    if missing and shutil.which("mlnx_qos"):
+        result.update(collect(missing, _run))
+    return result
 
 
 @click.command("doctor")
@@ -21,8 +53,11 @@ __all__ = ["cli"]
 @click.option("--nccl-log", "log_path", default=None, help="NCCL_DEBUG=INFO output to verify.")
 @click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP/priority and MTU to expect.")
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
+@click.option("--mlnx-qos", "qos_files", multiple=True, metavar="IF=FILE",
+              help="Captured `mlnx_qos -i IF` output (repeatable); on the live host the tool runs when present.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output: {findings, host, tcp_path, nccl_log}.")
-def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int | None, as_json: bool) -> int:
+def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int | None, qos_files: tuple[str, ...],
+        as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
     from tensorfabric.host.discovery import discover
@@ -31,8 +66,10 @@ def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int 
 
     plan = plan_from_spec(spec, roce_dscp=roce_dscp)
     log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
-    report = run_doctor(discover(sysfs_root), environ=os.environ, roce_dscp=plan.roce_dscp,
-                        roce_priority=plan.roce_priority, mtu=plan.mtu, nccl_log=log)
+    inv = discover(sysfs_root)
+    qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if sysfs_root == "/" else [])
+    report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
+                        mtu=plan.mtu, nccl_log=log, mlnx_qos=qos)
     if as_json:
         extra = {k: v for k, v in report.to_dict().items() if k != "findings"}
         render_findings(report.findings, as_json=True, extra=extra)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tensorfabric.findings import Finding
+from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.records import HostInventory, RdmaPort
 
@@ -27,6 +28,8 @@ class DoctorContext:
     mtu: int | None = None
     """Netdev MTU the fabric plan expects, when a spec was given."""
     nccl_log: NcclLogReport | None = None
+    mlnx_qos: Mapping[str, MlnxQos] = field(default_factory=dict)
+    """Per-netdev ``mlnx_qos`` state, when the tool ran or a capture was given."""
 
     @property
     def priority(self) -> int:
