@@ -1,0 +1,170 @@
+"""``tensorfabric simulate SCENARIO``: run a fluid PFC/ECN/DCQCN simulation and report or save its outcome."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tensorfabric.cli._common import DURATION, RATE, SIZE, console, emit_json, progress
+from tensorfabric.errors import InputError
+from tensorfabric.topology import Fabric
+
+__all__ = ["cli"]
+
+DEFAULT_COUNTER_INTERVAL_S = 100e-6
+
+
+def _load_fabric(path: str) -> Fabric:
+    try:
+        from tensorfabric.fabric.spec import load_spec
+    except ImportError as exc:
+        raise InputError(f"--fabric {path}: fabric spec support (tensorfabric.fabric.spec) is not installed") from exc
+    topology = load_spec(path).to_topology()
+    if not isinstance(topology, Fabric):
+        raise InputError(f"--fabric {path}: the spec did not produce a fabric")
+    return topology
+
+
+@click.command("simulate")
+@click.argument("scenario")
+@click.option("--fabric", "fabric_path", type=click.Path(exists=True, dir_okay=False),
+              help="Simulate this fabric spec (YAML) instead of the scenario's own topology.")
+@click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
+@click.option("--flows", type=int, help="Number of senders (incast, victim-flow, capacity-growth) or TP degree.")
+@click.option("--size", type=SIZE, help="Bytes per flow (default: long-lived flows).")
+@click.option("--rate", type=RATE, help="Link rate of the built-in topology, e.g. 40G or 100gbit.")
+@click.option("--kmin", type=SIZE, help="ECN Kmin, e.g. 5KB.")
+@click.option("--kmax", type=SIZE, help="ECN Kmax, e.g. 200KB.")
+@click.option("--pmax", type=float, help="ECN marking probability at Kmax, e.g. 0.01.")
+@click.option("--headroom", type=SIZE, help="PFC headroom per ingress port (default: the computed requirement).")
+@click.option("--xoff", type=SIZE, help="Static PFC XOFF threshold per ingress port.")
+@click.option("--no-pfc", is_flag=True, help="Lossy: no PFC, drop when a port's buffer is full.")
+@click.option("--step", type=DURATION, help="Time step, e.g. 1us.")
+@click.option("--dcqcn", type=click.Choice(["paper", "firmware", "none"]), help="DCQCN form (none: PFC alone).")
+@click.option("--acyclic", is_flag=True, help="deadlock: the same traffic without a cyclic buffer dependency.")
+@click.option("--layers", type=int, help="inference-tp: transformer layers to simulate.")
+@click.option("--tokens", type=int, help="inference-tp: decode tokens.")
+@click.option("--batch", type=int, help="inference-tp: sequences per decode step.")
+@click.option("--seed", type=int, help="ECMP hash and CNP sampling seed.")
+@click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write queue, pause and rate plots to this PNG.")
+@click.option("--counters", type=click.Path(dir_okay=False), help="Write the counter stream (JSON lines) here.")
+@click.option("--counter-interval", type=DURATION, help="Counter snapshot interval (default 100us).")
+def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
+        rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
+        xoff: int | None, no_pfc: bool, step: float | None, dcqcn: str | None, acyclic: bool, layers: int | None,
+        tokens: int | None, batch: int | None, seed: int | None, as_json: bool, plot: str | None,
+        counters: str | None, counter_interval: float | None) -> int:
+    """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
+    from tensorfabric.sim.scenarios import Overrides, plan, simulate
+
+    interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
+    overrides = Overrides(
+        flows=flows, size_bytes=size, rate_bps=rate, kmin_bytes=kmin, kmax_bytes=kmax, pmax=pmax,
+        headroom_bytes=headroom, xoff_bytes=xoff, step_s=step, dcqcn=dcqcn, duration_s=duration, seed=seed,
+        counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, layers=layers, tokens=tokens, batch=batch)
+    fabric = _load_fabric(fabric_path) if fabric_path else None
+    planned = plan(scenario, overrides, fabric)  # bad input fails here, before any work
+    total = planned.config.duration_s / planned.config.step_s
+    with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
+        result = simulate(scenario, overrides, fabric, advance=advance,
+                          params_extra={"fabric": fabric_path} if fabric_path else None)
+    if counters:
+        _write_counters(result, counters)
+    if plot:
+        _plot(result, plot)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _render(result)
+    return 0
+
+
+def _write_counters(result: Any, path: str) -> None:
+    from tensorfabric.fsutil import atomic_write_text
+    from tensorfabric.sim.counters import counter_samples
+
+    cfg = result.params
+    lines = [s.to_json() for s in counter_samples(result.network, result.trace, priority=int(cfg["priority"]),
+                                                   mtu=int(cfg["mtu"]),
+                                                   lossless=bool(cfg.get("pfc", True)))]
+    atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def _plot(result: Any, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from tensorfabric.fsutil import atomic_write_bytes
+    from tensorfabric.sim.results import port_name
+
+    tr, net = result.trace, result.network
+    t_ms = tr.series_t * 1e3
+    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    top = np.argsort(-tr.edge_queue_max)[:4]
+    for e in top:
+        if tr.edge_queue_max[e] > 0:
+            axes[0].plot(t_ms, tr.series_queue[:, e] / 1e3, label=port_name(net, int(e)))
+    axes[0].set_ylabel("queue (KB)")
+    axes[0].legend(fontsize=7, loc="upper right")
+    axes[1].plot(t_ms, tr.series_paused.sum(axis=1), color="tab:red")
+    axes[1].set_ylabel("paused ports")
+    for f in range(min(8, tr.series_rate.shape[1])):
+        axes[2].plot(t_ms, tr.series_rate[:, f] / 1e9, label=f"flow {f}")
+    axes[2].set_ylabel("DCQCN rate (Gbit/s)")
+    axes[2].set_xlabel("time (ms)")
+    axes[2].legend(fontsize=7, loc="upper right", ncol=2)
+    fig.suptitle(f"tensorfabric simulate {result.scenario}")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def _render(result: Any) -> None:
+    from rich.table import Table
+
+    from tensorfabric.units import format_duration, format_rate, format_size
+
+    con = console()
+    flows = result.flows
+    done = [f.fct_s for f in flows if f.fct_s is not None]
+    con.print(f"[bold]{result.scenario}[/]: {format_duration(result.sim_time_s)} simulated in "
+              f"{result.wall_s:.2f}s wall, {len(flows)} flows ({len(done)} finished), "
+              f"drops {format_size(result.drops_bytes, binary=False)}")
+    if done:
+        done.sort()
+        con.print(f"completion: min {format_duration(done[0])}, median {format_duration(done[len(done) // 2])}, "
+                  f"max {format_duration(done[-1])}")
+    table = Table(title="flows", show_lines=False)
+    for col in ("id", "src", "dst", "bytes", "fct", "mean rate", "tag"):
+        table.add_column(col)
+    for f in flows[:12]:
+        table.add_row(str(f.id), f.src, f.dst, format_size(f.bytes, binary=False) if f.bytes < 1e14 else "long",
+                      format_duration(f.fct_s) if f.fct_s is not None else "-", format_rate(f.mean_rate_bps), f.tag)
+    if len(flows) > 12:
+        table.add_row("...", f"{len(flows) - 12} more", "", "", "", "", "")
+    con.print(table)
+    ports = Table(title="most paused ports")
+    for col in ("port", "paused", "fraction", "frames"):
+        ports.add_column(col)
+    for name, p in list(result.pause["ports"].items())[:6]:
+        ports.add_row(name, format_duration(p["paused_s"]), f"{p['paused_fraction']:.1%}", f"{p['frames']:.0f}")
+    if result.pause["ports"]:
+        con.print(ports)
+    for name, q in list(result.queues["ports"].items())[:4]:
+        con.print(f"queue {name}: max {format_size(q['max_bytes'], binary=False)}, "
+                  f"mean {format_size(q['mean_bytes'], binary=False)}")
+    for key in ("deadlock", "storm", "victim"):
+        if key in result.pause:
+            con.print(f"{key}: {result.pause[key]}")
+    for key in ("settled_mean_bytes", "fixed_point_bytes", "queue_over_fixed_point", "token_latency_s", "growth"):
+        if key in result.queues:
+            con.print(f"{key}: {result.queues[key]}")

@@ -1,0 +1,241 @@
+"""The time-stepped fluid engine: one loop iteration per step, array operations over segments/edges/flows.
+
+Order within a step (all bytes, per step of ``dt``):
+
+1. bytes that left the upstream hop ``ds`` steps ago arrive at their switch; an ingress port above its
+   admission limit (XOFF + headroom) drops the excess;
+2. each egress queue serves up to ``C * dt`` unless its edge is paused, shared among the flows in it in
+   proportion to their backlog (a fluid FIFO), and marks ECN at dequeue on the queue it leaves behind;
+3. departures move to the next hop (or are delivered), sources inject at their DCQCN rate unless their
+   NIC port is paused, and the reaction points update;
+4. every switch compares each ingress port's bytes with XOFF/XON; the decision reaches the upstream port
+   after the cable delay plus the response delay.
+
+Conservation holds by construction: sent = delivered + dropped + buffered + on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+
+from tensorfabric.sim.config import SimConfig
+from tensorfabric.sim.ecn import mark_probability
+from tensorfabric.sim.network import Network
+from tensorfabric.sim.pfc import pause_duration_s
+from tensorfabric.sim.reaction import make_reaction_point
+
+__all__ = ["Trace", "run"]
+
+F64 = npt.NDArray[np.float64]
+_EPS = 1e-9
+
+
+@dataclass
+class Trace:
+    """What a run leaves behind: final per-flow/per-edge totals, time series and counter snapshots."""
+
+    steps: int
+    sim_time_s: float
+    sent: F64
+    delivered: F64
+    dropped: F64
+    buffered: F64
+    finish_s: F64
+    begin_s: F64
+    cnp_sent: F64
+    cnp_handled: F64
+    marked_pkts: F64
+    edge_drops: F64
+    edge_paused_s: F64
+    edge_xoff_s: F64
+    edge_xoff_on: F64
+    edge_xoff_off: F64
+    edge_queue_max: F64
+    edge_refresh_s: F64
+    series_t: F64
+    series_queue: npt.NDArray[np.float32]
+    series_paused: npt.NDArray[np.bool_]
+    series_rate: npt.NDArray[np.float32]
+    series_delivered: npt.NDArray[np.float32]
+    snapshots: list[dict[str, F64]] = field(default_factory=list)
+
+
+def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
+    """Step the network until ``cfg.duration_s`` (or until every flow finished, if ``stop_when_idle``)."""
+    dt = cfg.step_s
+    n_f, n_e, n_s = net.size.shape[0], net.cap_bytes_s.shape[0], net.seg_flow.shape[0]
+    rng = np.random.default_rng(cfg.seed)
+    fb = np.maximum(1, np.ceil((2 * net.path_prop_s + cfg.nic_delay_s) / dt)).astype(np.int64)
+    cfg_rp = cfg.paper if cfg.dcqcn == "paper" else cfg.firmware
+    rp = make_reaction_point(cfg.dcqcn, cfg_rp, net.line_bps, fb, dt, rng)
+    use_cc = cfg.dcqcn != "none"
+    n_steps = max(1, round(cfg.duration_s / dt))
+    depth = net.delay_depth
+    p_depth = int(net.pause_steps.max()) + 1
+    pending = np.zeros((depth, n_s))
+    buf = np.zeros(n_s)
+    cap_dt = net.cap_bytes_s * dt
+    sent, delivered, dropped = np.zeros(n_f), np.zeros(n_f), np.zeros(n_f)
+    marked = np.zeros(n_f)
+    size_goal = net.size * (1 - 1e-9)
+    finish = np.full(n_f, np.nan)
+    begin = np.full(n_f, np.nan)
+    ready = np.where(net.stage <= 1, net.start_s + np.where(net.stage == 1, net.gap_s, 0.0), np.inf)
+    stage_left = np.bincount(net.stage, minlength=int(net.stage.max()) + 2)
+    started = np.zeros(n_f, dtype=bool)
+    finished = np.zeros(n_f, dtype=bool)
+    state = net.forced_pause.copy()
+    hist = np.zeros((p_depth, n_e), dtype=bool)
+    hist[:] = net.forced_pause
+    paused = net.forced_pause.copy()
+    e_idx = np.arange(n_e)
+    ing = np.zeros(n_e)
+    pfc_on = cfg.pfc.enabled
+    xoff = np.full(n_e, cfg.pfc.xoff_bytes)
+    dynamic = cfg.pfc.threshold == "dynamic"
+    edge_drops, paused_s, xoff_s = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
+    on_n, off_n, qmax = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
+    edge_marks, edge_tx = np.zeros(n_e), np.zeros(n_e)
+    shared_nic = np.bincount(net.src_nic_edge, minlength=n_e).max() > 1
+    rec_every = max(1, n_steps // cfg.records)
+    s_t: list[float] = []
+    s_q: list[npt.NDArray[np.float32]] = []
+    s_p: list[npt.NDArray[np.bool_]] = []
+    s_r: list[npt.NDArray[np.float32]] = []
+    s_d: list[npt.NDArray[np.float32]] = []
+    snapshots: list[dict[str, F64]] = []
+    snap_every = 0 if cfg.counter_interval_s is None else max(1, round(cfg.counter_interval_s / dt))
+    next_ready = float(ready.min())
+    # Most fabrics have one cable class per hop, so delays are uniform and a row index replaces fancy indexing.
+    uniform_pause = bool((net.pause_steps == net.pause_steps[0]).all())
+    pause_row = int(net.pause_steps[0])
+    uniform_fwd = net.fwd_steps.size == 0 or bool((net.fwd_steps == net.fwd_steps[0]).all())
+    fwd_row = int(net.fwd_steps[0]) if net.fwd_steps.size else 1
+    uniform_inject = bool((net.inject_steps == net.inject_steps[0]).all())
+    inject_row = int(net.inject_steps[0])
+    progress_every = max(1, n_steps // 100)
+    t = 0
+    for t in range(n_steps):
+        now = t * dt
+        if now + _EPS >= next_ready:
+            newly = ~started & (ready <= now + _EPS)
+            started |= newly
+            begin[newly] = now
+            waiting = ready[~started]
+            next_ready = float(waiting.min()) if waiting.size else np.inf
+        slot = t % depth
+        arr = pending[slot].copy()
+        pending[slot] = 0.0
+        in_arr = np.bincount(net.seg_in, arr, n_e)
+        over = ing + in_arr - net.limit_bytes
+        if (over > 0).any():
+            frac_drop = np.where(over > 0, np.minimum(1.0, over / np.maximum(in_arr, _EPS)), 0.0)
+            drop = arr * frac_drop[net.seg_in]
+            arr -= drop
+            dropped += np.bincount(net.seg_flow, drop, n_f)
+            edge_drops += np.bincount(net.seg_in, drop, n_e)
+        buf += arr
+        queue = np.bincount(net.seg_edge, buf, n_e)
+        cap = cap_dt * ~paused
+        frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
+        dep = buf * frac[net.seg_edge]
+        buf -= dep
+        q_post = queue * (1.0 - frac)
+        np.maximum(qmax, q_post, out=qmax)
+        if uniform_fwd:
+            pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
+        else:
+            pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
+        delivered += dep[net.last_seg]
+        active = started & ~finished
+        want = rp.rc * (dt / 8) * active
+        if shared_nic:
+            load = np.bincount(net.src_nic_edge, want, n_e)
+            scale = np.minimum(1.0, cap_dt / np.maximum(load, _EPS))
+            want = want * scale[net.src_nic_edge]
+        inj = np.minimum(want * ~paused[net.src_nic_edge], net.size - sent)
+        sent += inj
+        if uniform_inject:
+            pending[(t + inject_row) % depth, net.first_seg] += inj
+        else:
+            pending[(t + net.inject_steps) % depth, net.first_seg] += inj
+        if use_cc or snap_every:
+            p_seg = mark_probability(q_post, cfg.ecn)[net.seg_edge]
+            marks = dep * p_seg / cfg.mtu
+            marked_f = cast(F64, np.bincount(net.seg_flow, marks, n_f))
+            marked += marked_f
+            if use_cc:
+                if rp.needs_path_probability:
+                    log_keep = np.bincount(net.seg_flow, np.log1p(-np.minimum(p_seg, 1 - 1e-9)), n_f)
+                    p_path: F64 = -np.expm1(log_keep)
+                else:
+                    p_path = marked_f
+                rp.step(t, p_path, marked_f, inj, active)
+            if snap_every:
+                edge_marks += np.bincount(net.seg_edge, marks, n_e)
+                edge_tx += np.bincount(net.seg_edge, dep, n_e)
+                edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
+        ing = cast(F64, np.bincount(net.seg_in, buf, n_e))
+        if pfc_on:
+            if dynamic:
+                used = np.bincount(net.seg_switch, buf, net.n_switches)
+                free = np.maximum(cfg.pfc.buffer_bytes - used, 0.0)
+                xoff = np.where(net.ingress_switch >= 0, cfg.pfc.dynamic_alpha * free[net.ingress_switch], np.inf)
+            # Latch: XOFF above the threshold, XON only once below threshold - offset.
+            new_state = (ing > xoff) | (state & (ing > xoff - cfg.pfc.xon_offset_bytes)) | net.forced_pause
+        else:
+            new_state = net.forced_pause
+        if (new_state != state).any():
+            on_n += new_state & ~state
+            off_n += state & ~new_state
+        state = new_state
+        xoff_s += state * dt
+        hist[t % p_depth] = state
+        if uniform_pause:
+            paused = hist[(t + 1 - pause_row) % p_depth].copy()
+        else:
+            paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
+        paused_s += paused * dt
+        done = active & (delivered + dropped >= size_goal)
+        if done.any():
+            finished |= done
+            finish[done] = now + dt
+            for stage in np.unique(net.stage[done]):
+                stage_left[stage] -= int(np.count_nonzero(net.stage[done] == stage))
+                if stage > 0 and stage_left[stage] == 0:
+                    nxt = net.stage == stage + 1
+                    ready[nxt] = np.maximum(net.start_s[nxt], now + dt + net.gap_s[nxt])
+                    next_ready = min(next_ready, float(ready[nxt].min(initial=np.inf)))
+        if t % rec_every == 0:
+            s_t.append(now + dt)
+            s_q.append(q_post.astype(np.float32))
+            s_p.append(paused.copy())
+            s_r.append(np.where(active, rp.rc, 0.0).astype(np.float32))
+            s_d.append(delivered.astype(np.float32))
+        if snap_every and (t + 1) % snap_every == 0:
+            snapshots.append({
+                "time": np.array([now + dt]), "edge_paused_s": paused_s.copy(), "edge_xoff_s": xoff_s.copy(),
+                "edge_on": on_n.copy(), "edge_off": off_n.copy(), "edge_drops": edge_drops.copy(),
+                "edge_marks": edge_marks.copy(), "edge_tx": edge_tx.copy(), "cnp_sent": rp.cnp_sent.copy(),
+                "cnp_handled": rp.cnp_handled.copy(), "marked": marked.copy(), "queue": q_post.copy(),
+                "paused": paused.astype(np.float64),
+            })
+        if advance is not None and t % progress_every == 0:
+            advance(progress_every)
+        if cfg.stop_when_idle and finished.all():
+            break
+    steps = t + 1
+    return Trace(
+        steps=steps, sim_time_s=steps * dt, sent=sent, delivered=delivered, dropped=dropped,
+        buffered=sent - delivered - dropped, finish_s=finish, begin_s=begin, cnp_sent=rp.cnp_sent.copy(),
+        cnp_handled=rp.cnp_handled.copy(), marked_pkts=marked, edge_drops=edge_drops, edge_paused_s=paused_s,
+        edge_xoff_s=xoff_s, edge_xoff_on=on_n, edge_xoff_off=off_n, edge_queue_max=qmax,
+        edge_refresh_s=np.array([pause_duration_s(cfg.pfc.pause_quanta, e.rate_bps) / 2 for e in net.edges]),
+        series_t=np.array(s_t), series_queue=np.array(s_q), series_paused=np.array(s_p),
+        series_rate=np.array(s_r), series_delivered=np.array(s_d), snapshots=snapshots,
+    )

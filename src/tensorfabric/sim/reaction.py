@@ -1,0 +1,231 @@
+"""Vectorised DCQCN reaction and notification points: one array element per flow, one call per step.
+
+Each class takes, per step, the flows' path marking probability and expected marked packets (from the
+engine's egress queues), and updates the sending rate ``rc`` (bits/s) in place.
+
+* ``paper``    -- the SIGCOMM'15 fluid model integrated per flow (dcqcn-model.tex): alpha update, rate
+  decrease at CNP rate (1 - (1 - p)^(tau R)) / tau, fast recovery and additive increase driven by the
+  byte counter and the timer. It is the paper's protocol in expectation, so its equilibrium is exactly
+  :func:`~tensorfabric.sim.dcqcn.fixed_point`; CNP counters are expected counts. The published model has
+  no hyper-increase term and neither does this form.
+* ``firmware`` -- the ConnectX firmware state machine, discrete: CNPs drawn from the marks (at most one per
+  flow per MIN_TIME_BETWEEN_CNPS), alpha timer, rate-decrease monitor period, timer/byte-counter stages
+  with fast recovery, additive and hyper increase.
+* ``none``     -- no congestion control: senders stay at line rate (PFC alone).
+
+CNPs reach the reaction point after the flow's feedback delay (a ring buffer indexed by step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from tensorfabric.errors import InputError
+from tensorfabric.sim.dcqcn import FirmwareDcqcn, PaperDcqcn
+
+__all__ = ["REACTION_POINTS", "ReactionPoint", "make_reaction_point"]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+class ReactionPoint(Protocol):
+    needs_path_probability: bool
+    """Whether ``step`` reads ``p_path`` (the fluid form) or only the marked packets."""
+    rc: F64
+    cnp_sent: F64
+    cnp_handled: F64
+
+    def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+        ...
+
+
+class NoCongestionControl:
+    needs_path_probability = False
+    def __init__(self, line_bps: F64) -> None:
+        self.rc = line_bps.copy()
+        self.cnp_sent = np.zeros_like(line_bps)
+        self.cnp_handled = np.zeros_like(line_bps)
+
+    def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+        return None
+
+
+class PaperFluid:
+    """The fluid model's ODEs, explicit Euler at the engine's step, with delayed feedback p(t - tau*)."""
+
+    needs_path_probability = True
+
+    def __init__(self, cfg: PaperDcqcn, line_bps: F64, fb_steps: I64, dt: float) -> None:
+        n = line_bps.shape[0]
+        self.cfg, self.dt, self.line = cfg, dt, line_bps
+        self.rc, self.rt = line_bps.copy(), line_bps.copy()
+        self.alpha = np.ones(n)
+        self.cnp_sent, self.cnp_handled = np.zeros(n), np.zeros(n)
+        self.fb = fb_steps
+        self.depth = int(fb_steps.max(initial=0)) + 1
+        self.hist_p = np.zeros((self.depth, n))
+        self.hist_r = np.tile(line_bps, (self.depth, 1))
+        self.idx = np.arange(n)
+        self.pkt_bits = 8 * cfg.packet_bytes
+        self.b_pk = cfg.byte_counter_bytes / cfg.packet_bytes
+
+    def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+        c, dt = self.cfg, self.dt
+        slot = t % self.depth
+        self.hist_p[slot] = p_path
+        self.hist_r[slot] = self.rc
+        back = (t - self.fb) % self.depth
+        p = np.minimum(np.maximum(self.hist_p[back, self.idx], 1e-12), 1 - 1e-9)
+        r = self.hist_r[back, self.idx] / self.pkt_bits
+        lp = np.log1p(-p)
+        a = -np.expm1(c.cnp_interval_s * r * lp)
+        # Capping the exponent keeps (1-p)^-B finite; past e^700 the increase term is zero anyway.
+        b = p / np.expm1(np.minimum(-self.b_pk * lp, 700.0))
+        d = p / np.expm1(np.minimum(-c.timer_s * r * lp, 700.0))
+        cc = np.exp(c.fast_recovery_steps * self.b_pk * lp) * b
+        e = np.exp(c.fast_recovery_steps * c.timer_s * r * lp) * d
+        alpha_target = -np.expm1(c.alpha_interval_s * r * lp)
+        gap = self.rt - self.rc
+        d_alpha = c.g / c.alpha_interval_s * (alpha_target - self.alpha)
+        d_rt = -gap / c.cnp_interval_s * a + c.rai_bps * r * (cc + e)
+        d_rc = -self.rc * self.alpha / (2 * c.cnp_interval_s) * a + gap / 2 * r * (b + d)
+        on = active * dt
+        self.alpha += d_alpha * on
+        self.rt = np.minimum(self.rt + d_rt * on, self.line)
+        self.rc = np.minimum(np.maximum(self.rc + d_rc * on, c.min_rate_bps), self.rt)
+        cnps = a / c.cnp_interval_s * on
+        self.cnp_sent += cnps
+        self.cnp_handled += cnps
+
+
+class Firmware:
+    """ConnectX firmware DCQCN as a discrete state machine per flow (Isekai / HPCC 'Mellanox version')."""
+
+    needs_path_probability = False
+
+    def __init__(self, cfg: FirmwareDcqcn, line_bps: F64, fb_steps: I64, dt: float,
+                 rng: np.random.Generator) -> None:
+        n = line_bps.shape[0]
+        self.cfg, self.dt, self.line, self.rng = cfg, dt, line_bps, rng
+        self.rc, self.rt = line_bps.copy(), line_bps.copy()
+        self.alpha = np.full(n, cfg.initial_alpha)
+        self.cnp_sent, self.cnp_handled = np.zeros(n), np.zeros(n)
+        self.fb, self.idx = fb_steps, np.arange(n)
+        self.depth = int(fb_steps.max(initial=0)) + 1
+        self.inbox = np.zeros((self.depth, n), dtype=bool)
+        self.np_next = np.zeros(n)
+        self.seen_cnp = np.zeros(n, dtype=bool)
+        self.cnp_alpha = np.zeros(n, dtype=bool)
+        self.cnp_dec = np.zeros(n, dtype=bool)
+        self.timer_stage = np.zeros(n)
+        self.byte_stage = np.zeros(n)
+        self.bytes_since = np.zeros(n)
+        self.timer_next = np.full(n, cfg.time_reset_s)
+        self.timer_min = cfg.time_reset_s
+        self.last_inc = np.zeros(n, dtype=np.int8)  # 0 none since decrease, 1 timer, 2 byte counter
+        self.next_alpha = cfg.alpha_period_s
+        self.next_dec = cfg.rate_reduce_period_s
+        self.max_cut = (100.0 - cfg.min_dec_fac) / 100.0
+
+    def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+        c, now = self.cfg, (t + 1) * self.dt
+        # Notification point: a CNP when a marked packet arrived and the per-flow gap has passed.
+        if marked_pkts.any():
+            marked = self.rng.random(marked_pkts.shape[0]) < -np.expm1(-marked_pkts)
+            send = marked & active & (now >= self.np_next)
+        else:
+            send = marked_pkts > 0.0
+        if send.any():
+            self.np_next[send] = now + c.min_time_between_cnps_s
+            self.cnp_sent += send
+            slots = (t + self.fb) % self.depth
+            self.inbox[slots[send], self.idx[send]] = True
+        slot = t % self.depth
+        arrived = self.inbox[slot].copy()
+        self.inbox[slot] = False
+        if arrived.any():
+            self.cnp_handled += arrived
+            first = arrived & ~self.seen_cnp
+            self.alpha[first] = c.initial_alpha
+            self.seen_cnp |= arrived
+            self.cnp_alpha |= arrived
+            self.cnp_dec |= arrived
+        if now >= self.next_alpha:
+            periods = int((now - self.next_alpha) // c.alpha_period_s) + 1
+            self.alpha = self.alpha * (1 - c.g) ** periods + c.g * self.cnp_alpha
+            self.cnp_alpha[:] = False
+            self.next_alpha += periods * c.alpha_period_s
+        if now >= self.next_dec:
+            self.next_dec += (int((now - self.next_dec) // c.rate_reduce_period_s) + 1) * c.rate_reduce_period_s
+            dec = self.cnp_dec
+            if dec.any():
+                clamp = dec & (c.clamp_tgt_rate | (self.last_inc == 2)
+                               | ((self.last_inc == 1) & c.clamp_tgt_rate_after_time_inc))
+                self.rt = np.where(clamp, self.rc, self.rt)
+                cut = np.minimum(self.alpha / 2, self.max_cut)
+                self.rc = np.where(dec, np.maximum(c.min_rate_bps, self.rc * (1 - cut)), self.rc)
+                self.timer_stage[dec] = 0
+                self.byte_stage[dec] = 0
+                self.bytes_since[dec] = 0
+                self.timer_next[dec] = now + c.time_reset_s
+                self.timer_min = float(self.timer_next.min())
+                self.last_inc[dec] = 0
+                self.cnp_dec[:] = False
+        self._increase(now, sent_bytes, active)
+
+    def _increase(self, now: float, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+        c = self.cfg
+        self.bytes_since += sent_bytes
+        byte = self.bytes_since >= c.byte_reset_bytes
+        if now < self.timer_min and not byte.any():
+            return
+        timer = active & (now >= self.timer_next)
+        self.timer_next = np.where(timer, now + c.time_reset_s, self.timer_next)
+        self.timer_min = float(self.timer_next.min())
+        inc = timer | byte
+        if not inc.any():
+            return
+        self.bytes_since = np.where(byte, self.bytes_since - c.byte_reset_bytes, self.bytes_since)
+        self.timer_stage += timer
+        self.byte_stage += byte
+        hyper = np.minimum(self.timer_stage, self.byte_stage) > c.threshold
+        additive = np.maximum(self.timer_stage, self.byte_stage) >= c.threshold
+        step = np.where(hyper, c.hai_bps, np.where(additive, c.ai_bps, 0.0))
+        self.rt = np.where(inc, np.minimum(self.rt + step, self.line), self.rt)
+        self.rc = np.where(inc, (self.rt + self.rc) / 2, self.rc)
+        self.last_inc = np.where(byte, 2, np.where(timer, 1, self.last_inc)).astype(np.int8)
+
+
+Factory = Callable[[PaperDcqcn | FirmwareDcqcn | None, F64, I64, float, np.random.Generator], ReactionPoint]
+
+
+def _paper(cfg: PaperDcqcn | FirmwareDcqcn | None, line: F64, fb: I64, dt: float,
+           rng: np.random.Generator) -> ReactionPoint:
+    return PaperFluid(cfg if isinstance(cfg, PaperDcqcn) else PaperDcqcn(), line, fb, dt)
+
+
+def _firmware(cfg: PaperDcqcn | FirmwareDcqcn | None, line: F64, fb: I64, dt: float,
+              rng: np.random.Generator) -> ReactionPoint:
+    return Firmware(cfg if isinstance(cfg, FirmwareDcqcn) else FirmwareDcqcn(), line, fb, dt, rng)
+
+
+def _none(cfg: PaperDcqcn | FirmwareDcqcn | None, line: F64, fb: I64, dt: float,
+          rng: np.random.Generator) -> ReactionPoint:
+    return NoCongestionControl(line)
+
+
+REACTION_POINTS: dict[str, Factory] = {"paper": _paper, "firmware": _firmware, "none": _none}
+
+
+def make_reaction_point(name: str, cfg: PaperDcqcn | FirmwareDcqcn | None, line_bps: F64, fb_steps: I64,
+                        dt: float, rng: np.random.Generator) -> ReactionPoint:
+    try:
+        factory = REACTION_POINTS[name]
+    except KeyError:
+        raise InputError(f"dcqcn: {name!r} is not one of {', '.join(REACTION_POINTS)}") from None
+    return factory(cfg, line_bps, fb_steps, dt, rng)

@@ -1,0 +1,118 @@
+"""Directed links and ECMP shortest-path routing over a :class:`~tensorfabric.topology.Fabric`.
+
+Every full-duplex link becomes two directed edges. Hosts never forward. A flow's path is chosen hop by
+hop among the equal-cost next hops by a hash of (flow id, node, seed), as switch ECMP does; failed links
+are removed first, so a failure can force a longer, non up-down path. An explicit device list may
+override the route (used to build a cyclic buffer dependency on purpose).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tensorfabric.errors import InputError, SimulationError
+from tensorfabric.topology import Fabric, Host, Link
+
+__all__ = ["DirectedEdge", "Graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class DirectedEdge:
+    """Traffic from ``src`` (out of ``src_port``) to ``dst`` (into ``dst_port``)."""
+
+    src: str
+    src_port: str
+    dst: str
+    dst_port: str
+    rate_bps: float
+    cable_m: float
+
+
+class Graph:
+    def __init__(self, fabric: Fabric, failed: Iterable[tuple[str, str]] = ()) -> None:
+        down = {frozenset(pair) for pair in failed}
+        for pair in down:
+            if len(pair) != 2 or not all(d in set(fabric.device_names) for d in pair):
+                raise InputError(f"failed link {sorted(pair)!r} must name two devices of the fabric")
+        self.fabric = fabric
+        self.hosts = {h.name for h in fabric.hosts}
+        self.edges: list[DirectedEdge] = []
+        self.out: dict[str, list[int]] = {name: [] for name in fabric.device_names}
+        self.inn: dict[str, list[int]] = {name: [] for name in fabric.device_names}
+        self.by_pair: dict[tuple[str, str], int] = {}
+        for link in fabric.links:
+            if frozenset((link.a.device, link.b.device)) in down:
+                continue
+            self._add(link, forward=True)
+            self._add(link, forward=False)
+        self._dist_cache: dict[tuple[str, ...], dict[str, int]] = {}
+
+    def _add(self, link: Link, *, forward: bool) -> None:
+        a, b = (link.a, link.b) if forward else (link.b, link.a)
+        idx = len(self.edges)
+        self.edges.append(DirectedEdge(a.device, a.port, b.device, b.port, link.speed_bps, link.cable_length_m))
+        self.out[a.device].append(idx)
+        self.inn[b.device].append(idx)
+        self.by_pair.setdefault((a.device, b.device), idx)
+
+    def host(self, name: str) -> Host:
+        device = self.fabric.device(name)
+        if not isinstance(device, Host):
+            raise InputError(f"{name!r} is a switch; flows start and end at hosts")
+        return device
+
+    def _distances(self, dst: str) -> dict[str, int]:
+        # Hosts attached to the same switches share one BFS: distance from the attachment set, plus one.
+        attach = tuple(sorted(self.edges[e].src for e in self.inn[dst]))
+        dist = self._dist_cache.get(attach)
+        if dist is None:
+            dist = {name: 1 for name in attach}
+            queue = deque(attach)
+            while queue:
+                node = queue.popleft()
+                for e in self.inn[node]:
+                    prev = self.edges[e].src
+                    if prev not in dist:
+                        dist[prev] = dist[node] + 1
+                        if prev not in self.hosts:
+                            queue.append(prev)
+            self._dist_cache[attach] = dist
+        return dist
+
+    def route(self, flow_id: int, src: str, dst: str, seed: int = 0) -> list[int]:
+        """Edge indices from ``src`` to ``dst`` along one ECMP-hashed shortest path."""
+        self.host(src)
+        self.host(dst)
+        if src == dst:
+            raise InputError(f"flow {flow_id}: source and destination are both {src!r}")
+        dist = self._distances(dst)
+        if src not in dist:
+            raise SimulationError(f"flow {flow_id}: no path from {src} to {dst} (failed links?)")
+        path: list[int] = []
+        node = src
+        while node != dst:
+            here = dist[node]
+            options = [e for e in self.out[node]
+                       if (self.edges[e].dst == dst and here == 1)
+                       or (self.edges[e].dst not in self.hosts and dist.get(self.edges[e].dst) == here - 1)]
+            key = zlib.crc32(f"{flow_id}:{node}:{seed}".encode())
+            edge = options[key % len(options)]
+            path.append(edge)
+            node = self.edges[edge].dst
+        return path
+
+    def explicit(self, flow_id: int, devices: Sequence[str]) -> list[int]:
+        """Edge indices along an explicit device list (which must start and end at hosts)."""
+        if len(devices) < 3:
+            raise InputError(f"flow {flow_id}: an explicit path needs host, switch(es), host; got {list(devices)}")
+        self.host(devices[0])
+        self.host(devices[-1])
+        path: list[int] = []
+        for a, b in zip(devices, devices[1:], strict=False):
+            if (a, b) not in self.by_pair:
+                raise InputError(f"flow {flow_id}: no link {a}->{b} on the explicit path {list(devices)}")
+            path.append(self.by_pair[(a, b)])
+        return path
