@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorfabric.errors import InputError, ParseError
+from tensorfabric.fabric.lint import lint
 from tensorfabric.fabric.spec import FabricSpec, load_spec, parse_spec
 from tensorfabric.fabric.spec_load import field_path, load_text
 
@@ -149,12 +150,17 @@ def test_fuzz_text(text: str) -> None:
         pass
 
 
+@settings(max_examples=120)
 @given(st.sampled_from(["switches.0.nos", "switches.0.speed", "switches.0.ports", "hosts.1.nics.0.mtu",
                         "links.2.cable_length", "links.2.a", "qos.ecn", "qos.roce.dscp", "qos.watchdog",
-                        "switches.0.asic", "qos.dscp_map", "hosts.0.name", "name"]),
+                        "switches.0.asic", "qos.dscp_map", "hosts.0.name", "name", "links.0.speed",
+                        "hosts.0.nics.0.cable_length", "qos.lossless_priorities", "qos.cnp.dscp"]),
        st.one_of(_scalars, st.lists(_scalars, max_size=3), st.dictionaries(st.text(max_size=5), _scalars, max_size=3)))
 def test_fuzz_fields(path: str, value: Any) -> None:
     try:
-        parse_spec(_set(_reference(), path, value))
+        spec = parse_spec(_set(_reference(), path, value))
     except (ParseError, InputError):
-        pass
+        return
+    # whatever validates must also lint without crashing
+    for finding in lint(spec):
+        assert finding.rule and finding.subject

@@ -249,6 +249,8 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
     return HeadroomResult("ieee", speed_bps, cable_m, mtu, xoff, xon, xoff + xon, terms)
 
 
+_MAX_SPEED_BPS = 1e14
+_MAX_CABLE_M = 100_000.0
 MODELS: Mapping[str, Callable[..., HeadroomResult]] = {"sonic": _sonic, "mlx5-nic": _mlx5, "ieee": _ieee}
 
 
@@ -261,10 +263,11 @@ def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "s
     """
     if model not in MODELS:
         raise InputError(f"model: {model!r} is not one of {', '.join(MODELS)}")
-    if not (speed_bps > 0 and math.isfinite(speed_bps)):
-        raise InputError(f"speed: {speed_bps!r} must be a positive rate such as '400G'")
-    if not (cable_m > 0 and math.isfinite(cable_m)):
-        raise InputError(f"cable: {cable_m!r} must be a positive length such as '5m'")
+    # Bounds far beyond any real port or PFC span, so every result stays a finite integer.
+    if not 0 < speed_bps <= _MAX_SPEED_BPS:
+        raise InputError(f"speed: {speed_bps!r} must be a positive rate up to 100T, such as '400G'")
+    if not 0 < cable_m <= _MAX_CABLE_M:
+        raise InputError(f"cable: {cable_m!r} must be a positive length up to 100km, such as '5m'")
     if not 68 <= mtu <= 65536:
         raise InputError(f"mtu: {mtu!r} must be between 68 and 65536 bytes, e.g. 9100")
     buffer = asic_named(asic) if isinstance(asic, str) else asic

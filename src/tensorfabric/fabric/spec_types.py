@@ -6,6 +6,7 @@ Values are stored in base units (bit/s, metres, bytes) and accepted in the forms
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -18,15 +19,31 @@ __all__ = ["Dscp", "Length", "Mtu", "Percent", "Priority", "Size", "Speed", "Spe
 UNIT_PREFIX = "value: "
 
 
+_MAX_SPEED_BPS = 1e14  # 100 Tb/s: far above any port, keeps headroom arithmetic finite
+_MAX_LENGTH_M = 100_000.0  # 100 km: beyond any PFC span
+
+
 def _speed(value: Any) -> Any:
-    return units.parse_rate(value, what="value") if isinstance(value, str | int | float) else value
+    if not isinstance(value, str | int | float):
+        return value
+    bps = units.parse_rate(value, what="value")
+    if not bps <= _MAX_SPEED_BPS:  # also refuses NaN, which units lets through for numeric input
+        raise ValueError(f"{UNIT_PREFIX}{value!r} is above 100T; use a port speed such as '400G'")
+    return bps
 
 
 def _length(value: Any) -> Any:
-    return units.parse_length(value, what="value") if isinstance(value, str | int | float) else value
+    if not isinstance(value, str | int | float):
+        return value
+    metres = units.parse_length(value, what="value")
+    if not metres <= _MAX_LENGTH_M:
+        raise ValueError(f"{UNIT_PREFIX}{value!r} is above 100km; use a cable length such as '5m'")
+    return metres
 
 
 def _size(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{UNIT_PREFIX}{value!r} is not a finite size; use a form such as '150KB'")
     return units.parse_size(value, what="value") if isinstance(value, str | int | float) else value
 
 
