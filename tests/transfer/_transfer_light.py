@@ -1,0 +1,22 @@
+"""Rank bodies for the launcher tests; no torch import, so the spawned children start fast."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def raises(rank: int) -> int:
+    if rank == 1:
+        raise ValueError("rank one breaks on purpose")
+    return rank
+
+
+def hangs(rank: int) -> int:
+    time.sleep(60)
+    return rank
+
+
+def echo_env(rank: int) -> dict[str, str]:
+    keys = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "EXTRA")
+    return {k: os.environ.get(k, "") for k in keys}

@@ -1,0 +1,209 @@
+"""Rank bodies for the spawned-rank tests (module level so the spawn context can import them).
+
+Each worker checks what it can inside the rank and returns plain data; the test asserts on it, so a failure
+shows every rank's view.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tensorfabric.errors import TransferError
+from tensorfabric.transfer import Group, SendRecv, get_codec, init
+from tensorfabric.transfer.compressed import error_bound_all_reduce
+
+DTYPES = (torch.float32, torch.bfloat16, torch.int64)
+
+
+def _data(rank: int, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed * 100 + rank)
+    if dtype == torch.int64:
+        return torch.randint(-1000, 1000, shape, generator=gen, dtype=torch.int64)
+    return torch.randn(shape, generator=gen).to(dtype)
+
+
+def suite(rank: int, numel: int) -> dict[str, Any]:
+    """One process group, every check: spawning ranks is the expensive part on a small machine."""
+    g = init(timeout_s=60)
+    out = {"exactness": exactness(g), "codecs": codec_bounds(g, numel), "bucketing": bucketing(g)}
+    if g.size == 4:
+        out["mesh"] = mesh(g)
+    g.barrier()
+    g.destroy()
+    return out
+
+
+def exactness(g: Group) -> dict[str, Any]:
+    """Every collective of Group against the same raw torch.distributed call, bit for bit."""
+    n, rank = g.size, g.rank
+    mismatches: list[str] = []
+
+    def same(name: str, ours: torch.Tensor, ref: torch.Tensor) -> None:
+        if ours.dtype != ref.dtype or ours.shape != ref.shape or not torch.equal(ours, ref):
+            mismatches.append(name)
+
+    for seed, dtype in enumerate(DTYPES):
+        tag = str(dtype).removeprefix("torch.")
+        x = _data(rank, (4 * n, 3), dtype, seed)
+        for op, rop in (("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN)):
+            ours, ref = x.clone(), x.clone()
+            g.all_reduce(ours, op=op)
+            dist.all_reduce(ref, op=rop)
+            same(f"all_reduce/{op}/{tag}", ours, ref)
+        ours = g.all_reduce(x.clone(), async_op=True).wait()
+        ref = x.clone()
+        dist.all_reduce(ref)
+        same(f"all_reduce/async/{tag}", ours, ref)
+
+        ref = torch.empty((n * x.shape[0], 3), dtype=dtype)
+        dist.all_gather_single(ref, x)
+        same(f"all_gather/{tag}", g.all_gather(x), ref)
+        same(f"all_gather/async/{tag}", g.all_gather(x, async_op=True).wait(), ref)
+
+        ref = torch.empty((x.shape[0] // n, 3), dtype=dtype)
+        dist.reduce_scatter_single(ref, x)
+        same(f"reduce_scatter/{tag}", g.reduce_scatter(x), ref)
+
+        for src in range(n):
+            ours, ref = x.clone(), x.clone()
+            g.broadcast(ours, src=src)
+            dist.broadcast(ref, src=src)
+            same(f"broadcast/src{src}/{tag}", ours, ref)
+
+        ref = torch.empty_like(x)
+        dist.all_to_all_single(ref, x)
+        same(f"all_to_all/{tag}", g.all_to_all(x), ref)
+
+        nxt, prev = (rank + 1) % n, (rank - 1) % n
+        got = torch.empty_like(x)
+        g.batch_send_recv([SendRecv("send", x, nxt), SendRecv("recv", got, prev)])
+        same(f"batch_send_recv/{tag}", got, _data(prev, tuple(x.shape), dtype, seed))
+        if rank == 0:
+            g.send(x, dst=1)
+        elif rank == 1:
+            got = torch.empty_like(x)
+            g.recv(got, src=0)
+            same(f"send_recv/{tag}", got, _data(0, tuple(x.shape), dtype, seed))
+    g.barrier()
+    stats = {s.op: (s.calls, s.bytes) for s in g.stats.snapshot()}
+    result = {"mismatches": mismatches, "stats": stats, "transport": g.transport, "size": n,
+              "table": [(e.global_rank, e.local_rank, e.group_rank) for e in g.table]}
+    return result
+
+
+def mesh(g: Group) -> dict[str, Any]:
+    rank = g.rank
+    groups = g.mesh((2, 2), ("pp", "tp"))
+    out: dict[str, Any] = {}
+    for name, sub in groups.items():
+        t = torch.tensor([float(rank)])
+        sub.all_reduce(t)
+        b = torch.tensor([float(rank)])
+        sub.broadcast(b, src=1)
+        out[name] = {"name": sub.name, "ranks": sub.ranks, "rank": sub.rank, "sum": t.item(), "bcast": b.item(),
+                     "table": [(e.global_rank, e.group_rank) for e in sub.table]}
+    return out
+
+
+def _inputs(kind: str, rank: int, numel: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(7 + rank)
+    if kind == "random":
+        return torch.randn(numel, generator=gen)
+    if kind == "zeros":
+        return torch.zeros(numel)
+    if kind == "constant":
+        return torch.full((numel,), 3.25 * (rank + 1))
+    x = torch.randn(numel, generator=gen) * 0.01
+    idx = torch.randint(0, numel, (max(1, numel // 50),), generator=gen)
+    x[idx] = torch.randn(idx.numel(), generator=gen) * 1e4  # outliers four to six orders above the rest
+    return x
+
+
+def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
+    """Compressed all_reduce / all_gather against the documented bounds, and exact wire bytes."""
+    n, rank = g.size, g.rank
+    report: dict[str, Any] = {}
+    for name in ("int8", "int4", "fp8"):
+        codec = get_codec(name, block=64)
+        for kind in ("random", "zeros", "constant", "outliers"):
+            for dtype in (torch.float32, torch.bfloat16):
+                inputs = [_inputs(kind, r, numel).to(dtype) for r in range(n)]
+                exact = torch.stack([x.to(torch.float64) for x in inputs]).sum(0)
+                for op in ("sum", "avg"):
+                    t = inputs[rank].clone()
+                    before = g.stats.get("all_reduce", name).wire_bytes
+                    g.all_reduce(t, op=op, codec=codec)
+                    wire = g.stats.get("all_reduce", name).wire_bytes - before
+                    want = exact / n if op == "avg" else exact
+                    bound = error_bound_all_reduce(inputs, codec, n, op=op, out_dtype=dtype)
+                    err = (t.to(torch.float64) - want).abs()
+                    padded = -(-numel // (64 * n)) * 64 * n
+                    report[f"all_reduce/{name}/{kind}/{str(dtype)[6:]}/{op}"] = {
+                        "max_err": float(err.max()), "violations": int((err > bound).sum()),
+                        "wire": wire, "expected_wire": padded * codec.bits // 8 + padded // 64 * 4,
+                        "exact_zero": bool(kind != "zeros" or float(err.max()) == 0.0),
+                    }
+                gathered = g.all_gather(inputs[rank].clone(), codec=codec)
+                blockmax = [torch.nn.functional.pad(x.to(torch.float64), (0, -numel % 64)).view(-1, 64).abs()
+                            .amax(1).repeat_interleave(64)[:numel] for x in inputs]
+                gbound = torch.cat([codec.unit_error * m * (1 + (2.0**-8 if dtype == torch.bfloat16 else 0))
+                                    + x.to(torch.float64).abs() * (2.0**-8 if dtype == torch.bfloat16 else 0)
+                                    for m, x in zip(blockmax, inputs, strict=True)])
+                gerr = (gathered.to(torch.float64) - torch.cat([x.to(torch.float64) for x in inputs])).abs()
+                report[f"all_gather/{name}/{kind}/{str(dtype)[6:]}"] = {
+                    "max_err": float(gerr.max()), "violations": int((gerr > gbound).sum())}
+    return report
+
+
+def bucketing(g: Group) -> dict[str, Any]:
+    rank = g.rank
+    shapes = [(3,), (2, 5), (), (7, 1, 2), (1,), (130,)]
+    tensors = [torch.full(s, float(rank + i)) for i, s in enumerate(shapes)]
+    tensors += [torch.full((4,), rank + 1, dtype=torch.int64), torch.full((2, 2), float(rank), dtype=torch.bfloat16)]
+    before = [t.data_ptr() for t in tensors]
+    out = g.all_reduce_coalesced(tensors, bucket_bytes=64)
+    n = g.size
+    ok = [bool(torch.equal(t, torch.full(t.shape, float(sum(r + i for r in range(n))), dtype=t.dtype)))
+          for i, t in enumerate(out[:len(shapes)])]
+    ok.append(bool(torch.equal(out[-2], torch.full((4,), sum(r + 1 for r in range(n)), dtype=torch.int64))))
+    ok.append(bool(torch.equal(out[-1], torch.full((2, 2), float(sum(range(n))), dtype=torch.bfloat16))))
+    same_storage = [t.data_ptr() == p for t, p in zip(out, before, strict=True)]
+    return {"ok": ok, "same_storage": same_storage, "shapes": [tuple(t.shape) for t in out]}
+
+
+def killed_peer(rank: int, timeout_s: float) -> Any:
+    """Rank 1 dies in the middle of a large all_reduce; the others must raise TransferError."""
+    g = init(timeout_s=timeout_s)
+    g.all_reduce(torch.ones(4))
+    if rank == 1:
+        g.all_reduce(torch.ones(2_000_000), async_op=True)
+        time.sleep(0.05)
+        os._exit(17)
+    t0 = time.monotonic()
+    try:
+        for _ in range(3):
+            g.all_reduce(torch.ones(2_000_000))
+    except TransferError as exc:
+        return {"error": str(exc), "op": exc.op, "group": exc.group, "peer": exc.peer,
+                "seconds": time.monotonic() - t0}
+    return {"error": None}
+
+
+def stalled_peer(rank: int, timeout_s: float) -> Any:
+    """Rank 1 never joins the collective; rank 0 must raise TransferError after about timeout_s."""
+    g = init(timeout_s=timeout_s)
+    if rank == 1:
+        time.sleep(timeout_s * 2)
+        return None
+    t0 = time.monotonic()
+    try:
+        g.all_reduce(torch.ones(16))
+    except TransferError as exc:
+        return {"op": exc.op, "group": exc.group, "peer": exc.peer, "seconds": time.monotonic() - t0,
+                "error": str(exc)}
+    return {"error": None}

@@ -1,0 +1,80 @@
+"""Failure paths: a killed or stalled peer becomes TransferError in time; the launcher reports every rank."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tensorfabric.errors import TransferError
+from tensorfabric.transfer import SpawnError, free_port, spawn, under_torchrun
+from tensorfabric.transfer.launch import torchrun_env
+
+from . import _transfer_light as light
+from . import _transfer_workers as w
+
+PEER_TIMEOUT_S = 10.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_rank_killed_mid_collective_makes_the_other_raise_transfer_error() -> None:
+    with pytest.raises(SpawnError) as info:
+        spawn(w.killed_peer, 2, args=(PEER_TIMEOUT_S,), timeout_s=50, grace_s=PEER_TIMEOUT_S + 10)
+    err = info.value
+    assert "exited with code 17" in err.failures[1]
+    survivor = err.results[0]
+    assert survivor["error"] is not None, "the surviving rank finished a collective with a dead peer"
+    assert survivor["op"] == "all_reduce" and survivor["group"] == "world" and survivor["peer"] == 1
+    assert "suspect rank 1" in survivor["error"]
+    assert survivor["seconds"] < PEER_TIMEOUT_S + 5  # within the group's timeout (plus scheduling slack)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_stalled_peer_times_out_with_transfer_error_naming_it() -> None:
+    survivor, _ = spawn(w.stalled_peer, 2, args=(3.0,), timeout_s=40)
+    assert survivor["error"] is not None, "rank 0 finished an all_reduce its peer never joined"
+    assert survivor["peer"] == 1 and survivor["op"] == "all_reduce" and survivor["group"] == "world"
+    assert "timed out" in survivor["error"]
+
+
+@pytest.mark.timeout(60)
+def test_a_raising_rank_brings_its_traceback_back() -> None:
+    with pytest.raises(SpawnError) as info:
+        spawn(light.raises, 2, timeout_s=40)
+    assert "ValueError: rank one breaks on purpose" in info.value.failures[1]
+    assert info.value.results == {0: 0}
+    assert isinstance(info.value, TransferError)
+
+
+@pytest.mark.timeout(60)
+def test_launch_timeout_kills_ranks_and_reports_their_stacks() -> None:
+    t0 = time.monotonic()
+    with pytest.raises(SpawnError) as info:
+        spawn(light.hangs, 2, timeout_s=4)
+    assert time.monotonic() - t0 < 30
+    assert "timed out after 4 s" in str(info.value)
+    for rank in (0, 1):
+        assert "still running" in info.value.failures[rank]
+        assert "hangs" in info.value.failures[rank]  # faulthandler's stack names the function
+
+
+@pytest.mark.timeout(60)
+def test_ranks_get_a_torchrun_style_environment() -> None:
+    port = free_port()
+    envs = spawn(light.echo_env, 2, timeout_s=40, env={"EXTRA": "yes"}, master_port=port)
+    for rank, env in enumerate(envs):
+        assert env == {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2",
+                       "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2", "EXTRA": "yes"}
+        assert under_torchrun(env)
+
+
+def test_under_torchrun_and_env_helpers() -> None:
+    assert not under_torchrun({})
+    assert not under_torchrun({"RANK": "0", "WORLD_SIZE": "2"})
+    env = torchrun_env(1, 4, 2222, parent={})
+    assert env["OMP_NUM_THREADS"] == "1" and env["RANK"] == "1"
+    assert "OMP_NUM_THREADS" not in torchrun_env(0, 4, 2222, parent={"OMP_NUM_THREADS": "3"})
+    with pytest.raises(TransferError, match="nprocs"):
+        spawn(light.raises, 0)
