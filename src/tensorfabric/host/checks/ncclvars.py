@@ -73,10 +73,11 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
         overrides = {p.traffic_class for p in ports}
         if None not in overrides and all(tc is not None and tc >> 2 == ctx.roce_dscp for tc in overrides):
             return
-        effective = sorted(tc if tc is not None else 0 for tc in overrides)
+        effective = sorted({tc if tc is not None else 0 for tc in overrides})
+        marks = ", ".join(f"traffic class {tc} (DSCP {tc >> 2})" for tc in effective)
         yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
-                      f"NCCL_IB_TC is unset: RoCE leaves with traffic class {effective} (DSCP "
-                      f"{[tc >> 2 for tc in effective]}), not the lossless DSCP {ctx.roce_dscp}", evidence, fix)
+                      f"NCCL_IB_TC is unset: RoCE leaves with {marks}, not the lossless DSCP {ctx.roce_dscp}",
+                      evidence, fix)
         return
     try:
         tc = int(raw)
