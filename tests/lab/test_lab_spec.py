@@ -134,3 +134,20 @@ def test_wait_ranks_timeout_and_success() -> None:
     clock = _Clock()
     assert wait_ranks([lambda: None], timeout_s=1, grace_s=5, clock=clock, sleep=clock.sleep) == [None]
     assert wait_ranks([lambda: 0, lambda: 0], timeout_s=1, grace_s=5, clock=clock, sleep=clock.sleep) == [0, 0]
+
+
+@given(name=st.text(max_size=25), rate=st.one_of(st.text(max_size=12), st.floats(allow_nan=True)),
+       hosts=st.integers(-5, 600), mtu=st.integers(0, 70000), subnet=st.text(max_size=20))
+def test_spec_fuzz_raises_only_input_error(name: str, rate: str | float, hosts: int, mtu: int, subnet: str) -> None:
+    try:
+        spec = LabSpec.create(name=name, hosts=hosts, rate=rate, mtu=mtu, subnet=subnet)
+    except InputError:
+        return
+    assert plan_lab(spec).hosts == tuple(f"h{i}" for i in range(hosts))
+
+
+def test_public_api() -> None:
+    import tensorfabric.lab as lab
+
+    assert sorted(lab.__all__) == sorted(n for n in dir(lab) if not n.startswith("_") and n not in {
+        "annotations", "lab", "launch", "netlink", "plan", "spec", "state", "status"})

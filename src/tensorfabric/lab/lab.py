@@ -203,9 +203,15 @@ class Lab:
             raise InputError(f"host: {host!r} is not a host of lab {self.name!r} "
                              f"(hosts: {', '.join(self.plan.hosts)})")
 
+    def _check_node(self, node: str) -> None:
+        nodes = [n.name for n in self.plan.nodes]
+        if node not in nodes:
+            raise InputError(f"host: {node!r} is not a host of lab {self.name!r} (hosts: {', '.join(self.plan.hosts)};"
+                             f" switches: {', '.join(n for n in nodes if n not in self.plan.hosts)})")
+
     def command(self, host: str, argv: Sequence[str]) -> list[str]:
-        """The argv that runs ``argv`` inside ``host``'s namespace."""
-        self._check_host(host)
+        """The argv that runs ``argv`` inside the namespace of ``host`` (a host or, for inspection, a switch)."""
+        self._check_node(host)
         if self._state is None:
             raise LabError(f"lab {self.name!r} is not up; use 'with Lab(...)' or lab.up() first")
         if not argv:
