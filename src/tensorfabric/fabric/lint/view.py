@@ -37,10 +37,14 @@ class PortRef:
 
     @property
     def endpoint(self) -> str:
+        if self.port.name == "*":
+            return f"{self.device.device} (device default)"
         return f"{self.device.device}:{self.port.name}"
 
     @property
     def subject(self) -> str:
+        if self.port.name == "*":
+            return f"{self.device.kind} {self.device.device}"
         return f"{self.device.kind} {self.device.device} port {self.port.name}"
 
 
