@@ -179,7 +179,8 @@ def test_gdr_without_peermem_and_invalid_level(clone: Clone) -> None:
     shutil.rmtree(root / "sys/module/nvidia_peermem")
     env = _good_env(root)
     assert _rules(_doctor(root, env)) == {"gdr.no-peermem": "warning"}
-    assert _rules(_doctor(root, {**env, "NCCL_NET_GDR_LEVEL": "CLOSE"}))["gdr.level-invalid"] == "error"
+    for bad in ("CLOSE", "\u00b2"):
+        assert _rules(_doctor(root, {**env, "NCCL_NET_GDR_LEVEL": bad}))["gdr.level-invalid"] == "error"
 
 
 def test_memlock(clone: Clone) -> None:
@@ -210,3 +211,12 @@ def test_log_unknown_transport() -> None:
     root = SYSFS / "mlx5-roce"
     report = parse_nccl_log("h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
     assert _rules(_doctor(root, _good_env(root), nccl_log=report)) == {"log.transport-unknown": "warning"}
+
+
+def test_log_gid_index_must_be_rocev2_on_this_host() -> None:
+    root = SYSFS / "mlx5-roce"
+    text = (LOGS / "roce_gdr_2.21.log").read_text()
+    assert "log.gid-not-rocev2" not in _rules(_doctor(root, _good_env(root), nccl_log=parse_nccl_log(text)))
+    moved = parse_nccl_log(text.replace("GID 3 (", "GID 2 ("))
+    found = [f for f in _doctor(root, _good_env(root), nccl_log=moved) if f.rule == "log.gid-not-rocev2"]
+    assert len(found) == 2 and found[0].severity == "error" and "192.168.1.1 v1" in found[0].message

@@ -69,7 +69,7 @@ def _rdma_device(tree: Tree, name: str) -> RdmaDevice:
     base = f"sys/class/infiniband/{name}"
     real = tree.resolve(f"{base}/device") or ""
     chain = chain_of(real)
-    ports = tuple(_port(tree, name, int(p)) for p in tree.listdir(f"{base}/ports") if p.isdigit())
+    ports = tuple(_port(tree, name, int(p)) for p in tree.listdir(f"{base}/ports") if p.isdecimal())
     return RdmaDevice(
         name=name, node_type=tree.read(f"{base}/node_type") or "", fw_ver=tree.read(f"{base}/fw_ver") or "",
         hca_type=tree.read(f"{base}/hca_type") or "", driver=tree.link_name(f"{base}/device/driver"),
@@ -82,7 +82,7 @@ def _port(tree: Tree, dev: str, port: int) -> RdmaPort:
     base = f"sys/class/infiniband/{dev}/ports/{port}"
     gids = []
     for entry in tree.listdir(f"{base}/gids"):
-        if not entry.isdigit():
+        if not entry.isdecimal():
             continue
         gid = Gid(int(entry), tree.read(f"{base}/gids/{entry}") or "",
                   tree.read(f"{base}/gid_attrs/types/{entry}") or None,
@@ -133,7 +133,7 @@ def _netdev(tree: Tree, name: str) -> NetDev:
 
 
 def _ecn(tree: Tree, base: str) -> dict[int, bool]:
-    return {int(p): tree.read_int(f"{base}/{p}") == 1 for p in tree.listdir(base) if p.isdigit()}
+    return {int(p): tree.read_int(f"{base}/{p}") == 1 for p in tree.listdir(base) if p.isdecimal()}
 
 
 def _pci(tree: Tree, rdma: tuple[RdmaDevice, ...]) -> tuple[
@@ -175,7 +175,7 @@ def parse_memlock(text: str) -> Memlock:
                 return None
             if fields[0] == "unlimited":
                 return "unlimited"
-            return int(fields[0]) if fields[0].isdigit() else None
+            return int(fields[0]) if fields[0].isdecimal() else None
     return None
 
 

@@ -35,8 +35,22 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
         yield Finding("log.gdr-disabled", "warning", subject,
                       "NCCL used RDMA without GPUDirect: data is staged through host memory", evidence,
                       "load nvidia-peermem; check NCCL_NET_GDR_LEVEL against the GPU-NIC distance (doctor)")
+    if report.gid_index is not None:
+        yield from _gid_in_use(ctx, report.gid_index, subject)
     for hit in report.signatures:
         if hit.id in covered:
             continue
         yield Finding(f"log.{hit.id.removeprefix('nccl.')}", hit.severity, f"{subject}:{hit.line}", hit.meaning,
                       {"line": hit.line, "count": hit.count, "excerpt": hit.excerpt}, hit.fix)
+
+
+def _gid_in_use(ctx: DoctorContext, index: int, subject: str) -> Iterator[Finding]:
+    """The GID index NCCL's QP line reports must be a routable RoCE v2 entry on this host's ports."""
+    for port in ctx.active_roce:
+        gid = next((g for g in port.gids if g.index == index), None)
+        if gid is None or gid.version != 2 or gid.is_link_local:
+            yield Finding("log.gid-not-rocev2", "error", subject,
+                          f"NCCL used GID index {index}, which on {port.name} is "
+                          f"{gid.describe() if gid else 'empty'}, not a routable RoCE v2 GID",
+                          {"gid_index": index, "port": port.name, "gids": [g.describe() for g in port.gids]},
+                          "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 auto-selects) or pin the RoCE v2 IPv4 index")

@@ -113,7 +113,7 @@ def _level(raw: str) -> str | None:
     text = raw.strip().upper()
     if text in _LEVELS:
         return text
-    if text.isdigit():
+    if text.isdecimal():
         return _LEGACY_LEVELS[min(int(text), 5)]
     return None
 
