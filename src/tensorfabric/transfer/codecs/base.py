@@ -58,7 +58,10 @@ class BlockCodec:
         import torch
 
         split = self.payload_nbytes(numel)
-        scales = data[split:].contiguous().view(torch.float32).reshape(-1, 1)
+        raw = data[split:]
+        if raw.storage_offset() % _SCALE_BYTES:
+            raw = raw.clone()  # a float32 view needs 4-byte alignment (odd payload sizes, chunk slices)
+        scales = raw.view(torch.float32).reshape(-1, 1)
         levels = self._dequantize(data[:split], numel).reshape(-1, self.block)
         return (levels * scales).reshape(-1)
 

@@ -29,7 +29,7 @@ class NoneCodec(BlockCodec):
     def decode(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         import torch
 
-        return data[: numel * 4].contiguous().view(torch.float32).clone()
+        return data[: numel * 4].clone().view(torch.float32)
 
 
 register("none", NoneCodec)

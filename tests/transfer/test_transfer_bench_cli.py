@@ -1,0 +1,102 @@
+"""`tensorfabric bench`: bad input, table layout, JSON keys, bus factors, plots, spawned ranks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tensorfabric.cli.main import main
+from tensorfabric.transfer.bench import BenchConfig, bus_factor, sizes
+
+ROW_KEYS = {"size", "count", "type", "redop", "root", "time_us", "algbw", "busbw", "wrong"}
+SMALL = ["--max", "4K", "--iters", "2", "--warmup", "1"]
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--min", "0"], "'0'"),
+    (["--max", "1Q"], "'1Q'"),
+    (["--op", "foo"], "'foo'"),
+    (["--nproc", "0"], "0"),
+    (["--codec", "zip"], "'zip'"),
+    (["--dtype", "float64"], "'float64'"),
+    (["--min", "1M", "--max", "1K"], "--min"),
+    (["--op", "broadcast", "--codec", "int8"], "broadcast"),
+])
+def test_bad_input_prints_one_line_and_exits_2(argv: list[str], named: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", *argv]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert named in lines[0]
+    assert captured.out == ""
+
+
+def test_bad_input_names_the_accepted_forms(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["bench", "--op", "foo"])
+    assert "all_reduce" in capsys.readouterr().err
+    main(["bench", "--max", "1Q"])
+    assert "128M" in capsys.readouterr().err
+    main(["bench", "--codec", "zip"])
+    assert "int8" in capsys.readouterr().err
+    main(["bench", "--nproc", "0"])
+    assert "x>=1" in capsys.readouterr().err
+
+
+def test_table_has_nccl_tests_columns_and_footer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "#wrong" in out and "algbw" in out and "busbw" in out and "(us)" in out
+    assert "# Avg bus bandwidth    :" in out
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    assert [int(r[0]) for r in rows] == sizes(8, 4096, 2)
+    assert all(r[2:5] == ["float", "sum", "-1"] and r[-1] == "0" for r in rows)
+
+
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv"])
+def test_every_op_runs_and_checks_on_one_rank(op: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--op", op, "--dtype", "bfloat16", "--json", *SMALL]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["op"] == op and doc["dtype"] == "bfloat16"
+    assert all(row["wrong"] == 0 for row in doc["rows"])
+
+
+def test_json_has_exactly_the_issue_keys_and_codec_extras(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--json", "--codec", "int4", *SMALL]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"op", "nranks", "backend", "dtype", "codec", "rows", "avg_busbw"}
+    assert doc["codec"] == "int4" and doc["nranks"] == 1
+    for row in doc["rows"]:
+        assert set(row) == ROW_KEYS | {"wire_bytes", "max_error"}
+        assert row["wrong"] == 0
+    assert main(["bench", "--json", *SMALL]) == 0
+    assert all(set(row) == ROW_KEYS for row in json.loads(capsys.readouterr().out)["rows"])
+
+
+def test_bus_factors_follow_nccl_tests() -> None:
+    assert bus_factor("all_reduce", 4) == 1.5
+    assert bus_factor("all_gather", 4) == bus_factor("reduce_scatter", 4) == bus_factor("all_to_all", 4) == 0.75
+    assert bus_factor("broadcast", 4) == bus_factor("sendrecv", 4) == 1.0
+    assert BenchConfig().max_bytes == 32 * 2**20
+
+
+def test_plot_overlays_codec_and_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "busbw.png"
+    assert main(["bench", "--codec", "int8", "--plot", str(png), *SMALL]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_nproc_2_spawns_ranks_and_checks_results(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--nproc", "2", "--json", "--max", "64K", "--factor", "8", "--iters", "3",
+                 "--warmup", "1", "--codec", "int8"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["nranks"] == 2 and doc["backend"] == "gloo"
+    sizes_seen = [row["size"] for row in doc["rows"]]
+    assert sizes_seen == sizes(8, 65536, 8)
+    for row in doc["rows"]:
+        assert row["wrong"] == 0
+        assert row["busbw"] == pytest.approx(row["algbw"] * 1.0)  # 2(n-1)/n = 1 for n = 2

@@ -1,0 +1,120 @@
+"""Codecs in one process: round-trip bounds (Hypothesis), layout and wire sizes, a world of one, bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensorfabric.errors import InputError
+from tensorfabric.transfer import get_codec, init
+from tensorfabric.transfer.bucket import buckets
+from tensorfabric.transfer.codecs import codec_names
+from tensorfabric.transfer.group import _int_env
+
+NAMES = ("int8", "int4", "fp8")
+
+
+def _blockmax(x: torch.Tensor, block: int) -> torch.Tensor:
+    return x.view(-1, block).abs().amax(dim=1).repeat_interleave(block)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(values=st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=1, max_size=300),
+       block=st.sampled_from([2, 8, 32, 64]))
+def test_round_trip_error_within_unit_error_times_block_absmax(name: str, values: list[float], block: int) -> None:
+    codec = get_codec(name, block)
+    x = torch.tensor(values, dtype=torch.float32)
+    x = torch.nn.functional.pad(x, (0, codec.padded(x.numel()) - x.numel()))
+    data = codec.encode(x)
+    assert data.dtype == torch.uint8 and data.numel() == codec.encoded_nbytes(x.numel())
+    err = (codec.decode(data, x.numel()).double() - x.double()).abs()
+    bound = codec.unit_error * _blockmax(x.double(), block) * (1 + 1e-6)
+    assert bool((err <= bound).all()), float((err - bound).max())
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("kind", ["zeros", "constant", "outliers"])
+def test_special_inputs(name: str, kind: str) -> None:
+    codec = get_codec(name, 64)
+    x = {"zeros": torch.zeros(256), "constant": torch.full((256,), -2.5),
+         "outliers": torch.cat([torch.full((63,), 1e-3), torch.tensor([5e4])]).repeat(4)}[kind]
+    y = codec.decode(codec.encode(x), 256)
+    if kind != "outliers":
+        assert torch.equal(y, x)  # zero scale is exact; constant blocks hit the top level exactly
+    else:
+        # The outlier survives; the small values drown in its scale, exactly as the bound allows.
+        assert torch.allclose(y[63::64], x[63::64], rtol=codec.unit_error)
+        assert float((y - x).abs().max()) <= codec.unit_error * 5e4 * (1 + 1e-6)
+
+
+def test_wire_sizes_are_payload_plus_scales() -> None:
+    assert get_codec("int8", 64).encoded_nbytes(4096) == 4096 + 64 * 4
+    assert get_codec("int4", 64).encoded_nbytes(4096) == 2048 + 64 * 4
+    assert get_codec("fp8", 32).encoded_nbytes(4096) == 4096 + 128 * 4
+    assert get_codec("none", 64).encoded_nbytes(64) == 256 + 4
+
+
+def test_int4_packs_two_levels_per_byte_low_nibble_first() -> None:
+    codec = get_codec("int4", 2)
+    data = codec.encode(torch.tensor([7.0, -7.0]))
+    assert data[0].item() == (7 + 8) | ((-7 + 8) << 4)
+
+
+def test_codec_registry_and_bad_input() -> None:
+    assert set(codec_names()) == {"int8", "int4", "fp8", "none"}
+    with pytest.raises(InputError, match="'zip' is not one of fp8, int4, int8, none"):
+        get_codec("zip")
+    for block in (0, 3, -2, True):
+        with pytest.raises(InputError, match="even integer"):
+            get_codec("int8", block)  # type: ignore[arg-type]
+
+
+def test_world_of_one_is_identity_and_recorded() -> None:
+    g = init(environ={})
+    assert (g.size, g.rank, g.transport, g.pg) == (1, 0, "local", None)
+    x = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    assert g.all_reduce(x.clone()).equal(x)
+    assert g.all_gather(x).equal(x) and g.reduce_scatter(x).equal(x) and g.all_to_all(x).equal(x)
+    assert g.broadcast(x.clone(), src=0).equal(x)
+    assert g.all_reduce(x.clone(), async_op=True).wait().equal(x)
+    y = x.clone()
+    g.all_reduce(y, codec=get_codec("int8"))
+    assert float((y - x).abs().max()) <= 2 * 5 / 254 + 1e-6
+    assert g.stats.get("all_reduce").calls == 2 and g.stats.get("all_reduce", "int8").wire_bytes == 64 + 4
+    with pytest.raises(InputError, match="send dst"):
+        g.send(x, dst=0)
+    with pytest.raises(InputError, match="reduce op"):
+        g.all_reduce(x, op="median")
+    with pytest.raises(InputError, match="float32, bfloat16 or float16"):
+        g.all_reduce(torch.ones(4, dtype=torch.int64), codec=get_codec("int8"))
+    assert {k: len(v.ranks) for k, v in g.mesh((1, 1)).items()} == {"pp": 1, "tp": 1}
+    with pytest.raises(InputError, match="product is the group size"):
+        g.mesh((2, 1))
+
+
+def test_init_rejects_bad_arguments() -> None:
+    with pytest.raises(InputError, match="backend"):
+        init("mpi", environ={})
+    with pytest.raises(InputError, match="require_transport"):
+        init(environ={}, require_transport="fast")
+    with pytest.raises(InputError, match="WORLD_SIZE"):
+        init(environ={"WORLD_SIZE": "two"})
+
+
+@given(st.text(max_size=20))
+def test_env_integer_parser_raises_only_input_error(raw: str) -> None:
+    try:
+        _int_env({"RANK": raw}, "RANK", 0)
+    except InputError:
+        pass
+
+
+def test_buckets_group_by_dtype_and_respect_the_size_cap() -> None:
+    ts = [torch.ones(10), torch.ones(10, dtype=torch.int64), torch.ones(10), torch.ones(100)]
+    bs = buckets(ts, bucket_bytes=80)
+    assert [b.flat.numel() for b in bs] == [20, 100, 10]
+    assert bs[0].views[1].data_ptr() == bs[0].flat[10:].data_ptr()
+    with pytest.raises(InputError):
+        buckets(ts, 0)
