@@ -68,6 +68,8 @@ class Monitor:
         self._evaluated_until = float("-inf")
         self._coarse_changed = False
         self._long_alerts: dict[str, list[Alert]] = {}
+        self._last_run: dict[str, float] = {}
+        self._now = float("-inf")
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
         self.alerts: tuple[Alert, ...] = ()
@@ -120,6 +122,7 @@ class Monitor:
             for sample in group:
                 self._add(sample)
             if t > self._evaluated_until:
+                self._now = t
                 self._trim(t)
                 self.evaluate()
                 self._evaluated_until = t
@@ -154,9 +157,12 @@ class Monitor:
         short = Window.from_points(self._fine)
         found: list[Alert] = []
         for detector in self.detectors:
-            if detector.long_metrics and not self._coarse_changed and detector.name in self._long_alerts:
-                found += self._long_alerts[detector.name]  # long windows only change when a coarse point lands
+            last_run = self._last_run.get(detector.name)
+            if last_run is not None and (
+                    (detector.long_metrics and not self._coarse_changed) or self._now - last_run < detector.every_s):
+                found += self._long_alerts.get(detector.name, [])  # nothing new for it since its last run
                 continue
+            self._last_run[detector.name] = self._now
             window = short if not detector.long_metrics else Window.from_points(
                 {m: self._coarse.get(m, {}) for m in detector.long_metrics})
             try:
@@ -164,8 +170,7 @@ class Monitor:
             except (ArithmeticError, ValueError) as exc:  # a detector bug must not stop monitoring
                 log.error("detector %s failed: %s", detector.name, exc)
                 alerts_of = []
-            if detector.long_metrics:
-                self._long_alerts[detector.name] = alerts_of
+            self._long_alerts[detector.name] = alerts_of
             found += alerts_of
         self._coarse_changed = False
         since: dict[tuple[str, str, str], float] = {}

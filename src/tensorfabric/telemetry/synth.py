@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from tensorfabric.samples import Sample
@@ -86,14 +86,14 @@ class _Counters:
 
 def _growth(name: str, t: float, onset: float, host: str) -> float:
     """Extra paused share from a capacity scenario: +1 % of time per day since onset."""
-    if name == "capacity" or (name == "capacity-hot" and host in ("h0", "leaf0")):
+    if name == "capacity" or (name == "capacity-hot" and host in ("h0", "leaf0:Ethernet0")):
         return max(0.0, t - onset) / DAY_S * 0.01
     return 0.0
 
 
 def trace(scenario: str = "healthy", *, polls: int = 40, interval_s: float = 15.0, onset: float | None = None,
-          start: float = 0.0, seed: int = 0) -> Iterator[list[Sample]]:
-    """Yield one list of Samples per poll. ``onset`` defaults to the middle of the trace."""
+          start: float = 0.0, seed: int = 0, metrics: Collection[str] = ()) -> Iterator[list[Sample]]:
+    """Yield one list of Samples per poll (only ``metrics`` when given). ``onset`` defaults to mid-trace."""
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario {scenario!r} is not one of {', '.join(SCENARIOS)}")
     rng = random.Random(seed)
@@ -107,7 +107,7 @@ def trace(scenario: str = "healthy", *, polls: int = 40, interval_s: float = 15.
         else:
             _advance(counters, "healthy", scenario, t, 0.0, on_at, rng)
         yield [Sample(t, metric, METRICS[metric].kind, value, dict(labels), f"synth:{scenario}")
-               for (metric, labels), value in counters.values.items()]
+               for (metric, labels), value in counters.values.items() if not metrics or metric in metrics]
 
 
 def _advance(c: _Counters, active: str, name: str, t: float, dt: float, onset: float, rng: random.Random) -> None:
@@ -166,7 +166,7 @@ def _switches(c: _Counters, active: str, name: str, t: float, dt: float, onset: 
     for switch, port, _, _ in SWITCH_PORTS:
         base = {"host": switch, "device": switch, "port": port}
         queue = {**base, "queue": PRIO}
-        rx_pause, tx_pause = 0.001 * load + _growth(name, t, onset, switch), 0.002 * load
+        rx_pause, tx_pause = 0.001 * load + _growth(name, t, onset, f"{switch}:{port}"), 0.002 * load
         dequeue, occupancy, detected, restored, stormed = LINK_BPS * load / 8 / 4096, 4096.0 * load, 0.0, 0.0, 0.0
         if active in ("storm", "storm-tree") and (switch, port) == ("leaf0", "Ethernet0"):
             rx_pause, dequeue, occupancy = 1.0, 0.0, 1e6

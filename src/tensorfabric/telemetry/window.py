@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import pairwise
+from typing import Any
 
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import spec
@@ -44,12 +45,14 @@ class Window:
                 points.sort()
         self._data: Mapping[str, Mapping[Labels, list[Point]]] = grouped
         self._memo: dict[tuple[str, Labels, int | None], list[tuple[float, float, float]]] = {}
+        self.memo: dict[tuple[object, ...], Any] = {}
+        """Scratch space for detectors sharing derived values within one evaluation."""
         self.times = sorted({t for series in grouped.values() for pts in series.values() for t, _ in pts})
 
     @classmethod
     def from_points(cls, data: Mapping[str, Mapping[Labels, list[Point]]]) -> Window:
         """A window over already grouped, time-sorted points (the engine's history)."""
-        window = cls()
+        window = cls(())
         window._data = data
         window.times = sorted({pts[-1][0] for series in data.values() for pts in series.values() if pts})
         return window

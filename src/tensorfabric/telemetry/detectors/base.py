@@ -6,7 +6,7 @@ data, which is why every one of them is a field here rather than a constant in a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tensorfabric.samples import Alert
@@ -60,14 +60,22 @@ class Detector:
     detect: Callable[[Window, Thresholds], list[Alert]]
     long_metrics: tuple[str, ...] = ()
     """Metrics this detector needs beyond the short window (kept downsampled by the engine)."""
+    every_s: float = 0.0
+    """Re-run at most this often (a trend over days does not change between 15-second polls)."""
 
 
-def paused_fractions(window: Window, direction: str, intervals: int = 1) -> Iterable[tuple[Labels, float]]:
+def paused_fractions(window: Window, direction: str, intervals: int = 1) -> list[tuple[Labels, float]]:
     """(labels, paused share of the last intervals) for every pause-duration series in ``direction``."""
-    for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
-        fraction = window.rate("roce_pfc_paused_seconds_total", labels, intervals)
-        if fraction is not None:
-            yield labels, min(fraction, 1.0)
+    key = ("paused_fractions", direction, intervals)
+    cached = window.memo.get(key)
+    if cached is None:
+        cached = []
+        for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
+            fraction = window.rate("roce_pfc_paused_seconds_total", labels, intervals)
+            if fraction is not None:
+                cached.append((labels, min(fraction, 1.0)))
+        window.memo[key] = cached
+    return list(cached)
 
 
 def without(labels: Labels, *keys: str) -> Labels:

@@ -91,4 +91,5 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     return alerts
 
 
-DETECTOR = Detector("capacity-trend", 14 * DAY_S, detect, long_metrics=("roce_pfc_paused_seconds_total",))
+DETECTOR = Detector("capacity-trend", 14 * DAY_S, detect, long_metrics=("roce_pfc_paused_seconds_total",),
+                    every_s=3600.0)
