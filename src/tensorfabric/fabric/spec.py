@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -244,17 +245,34 @@ class FabricSpec(SpecModel):
         return {n.netdev for n in host.nics} if host is not None else None
 
     # -- lookups -----------------------------------------------------------------------------------------------
+    # Indexes are built once per (frozen) spec: lint and render ask for thousands of ports on large fabrics.
+    @cached_property
+    def _switch_index(self) -> dict[str, SwitchSpec]:
+        return {s.name: s for s in self.switches}
+
+    @cached_property
+    def _host_index(self) -> dict[str, HostSpec]:
+        return {h.name: h for h in self.hosts}
+
+    @cached_property
+    def _link_index(self) -> dict[str, LinkSpec]:
+        index: dict[str, LinkSpec] = {}
+        for link in self.links:
+            index.setdefault(link.a, link)
+            index.setdefault(link.b, link)
+        return index
+
     def switch(self, name: str) -> SwitchSpec | None:
-        return next((s for s in self.switches if s.name == name), None)
+        return self._switch_index.get(name)
 
     def host(self, name: str) -> HostSpec | None:
-        return next((h for h in self.hosts if h.name == name), None)
+        return self._host_index.get(name)
 
     def is_switch(self, device: str) -> bool:
         return self.switch(device) is not None
 
     def link_at(self, endpoint: str) -> LinkSpec | None:
-        return next((lk for lk in self.links if endpoint in (lk.a, lk.b)), None)
+        return self._link_index.get(endpoint)
 
     def peer_of(self, endpoint: str) -> str | None:
         link = self.link_at(endpoint)

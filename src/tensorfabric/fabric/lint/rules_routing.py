@@ -85,12 +85,17 @@ def check(ctx: LintContext) -> Iterator[Finding]:
             total = dist[src].get(dst)
             if src == dst or total is None:
                 continue
-            # u -> v -> w lies on a shortest src..dst path iff d(src,u) + 2 + d(w,dst) == d(src,dst).
+            # u -> v -> w lies on a shortest src..dst path iff d(src,u) + 2 + d(w,dst) == d(src,dst);
+            # only switches v on some shortest path (d(src,v) + d(v,dst) == total) can be the middle.
+            from_src, to_dst = dist[src], dist[dst]
             for v in graph:
-                for u in graph[v]:
-                    for w in graph[v]:
-                        if w == u or dist[src].get(u, -9) + 2 + dist[w].get(dst, -99) != total:
-                            continue
+                dv = from_src.get(v)
+                if dv is None or dv + to_dst.get(v, total + 1) != total:
+                    continue
+                before = [u for u in graph[v] if from_src.get(u) == dv - 1]
+                after = [w for w in graph[v] if to_dst.get(w) == total - dv - 1]
+                for u in before:
+                    for w in after:
                         deps.setdefault((u, v), set()).add((v, w))
                         lateral = tier[u] == tier[v] or tier[v] == tier[w]
                         valley = tier[v] < tier[u] and tier[v] < tier[w]

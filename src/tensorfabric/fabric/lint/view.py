@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Watchdog
 from tensorfabric.fabric.headroom import ASICS, HeadroomResult, compute_headroom, headroom_for_port
@@ -59,19 +60,30 @@ class LintContext:
     extras: Mapping[str, HostExtras] = field(default_factory=dict)
     """Keyed by endpoint ``host:netdev``."""
 
-    def ports(self, kind: str | None = None) -> Iterator[PortRef]:
-        for dev in self.devices.values():
-            if kind is not None and dev.kind != kind:
-                continue
+    @cached_property
+    def _resolved(self) -> dict[str, dict[str, PortQos]]:
+        # Resolving a port copies a record; every rule walks every port, so resolve each once.
+        out: dict[str, dict[str, PortQos]] = {}
+        for name, dev in self.devices.items():
             # A parsed file with no per-port sections still states device-wide defaults: lint those as port "*".
             ports = dev.resolved_ports() or ((dev.port("*"),) if dev.format != "spec" else ())
-            for port in ports:
+            out[name] = {p.name: p for p in ports}
+        return out
+
+    def ports(self, kind: str | None = None) -> Iterator[PortRef]:
+        for name, dev in self.devices.items():
+            if kind is not None and dev.kind != kind:
+                continue
+            for port in self._resolved[name].values():
                 yield PortRef(dev, port)
 
     def port(self, endpoint: str) -> PortRef | None:
         device, _, name = endpoint.partition(":")
         dev = self.devices.get(device)
-        return PortRef(dev, dev.port(name)) if dev is not None else None
+        if dev is None:
+            return None
+        known = self._resolved[device].get(name)
+        return PortRef(dev, known if known is not None else dev.port(name))
 
     def pairs(self) -> Iterator[tuple[PortRef, PortRef, str]]:
         """Both ends of every link; without cabling, every host port against every switch (device defaults)."""
