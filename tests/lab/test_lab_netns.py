@@ -145,3 +145,13 @@ def test_down_all_removes_stale_labs_and_keeps_owned_ones(state_dir: Path, lefto
         assert "tf-towned-h0" in Netlink().list_netns()
     leftovers.assert_clean("tstale")
     leftovers.assert_clean("towned")
+
+
+def test_down_stops_processes_left_in_hosts(state_dir: Path, leftovers: Leftovers) -> None:
+    lab = Lab(hosts=2, rate="1gbit", name="tprocs", state_dir=state_dir).up(persistent=True)
+    # Started outside the lab's own bookkeeping, as `tensorfabric lab exec ... &` would be.
+    stray = subprocess.Popen(lab.command("h1", ["sleep", "600"]))
+    assert Netlink().netns_pids(["tf-tprocs-h1"])["tf-tprocs-h1"] == [stray.pid]
+    Lab.attach("tprocs", state_dir=state_dir).down()
+    assert stray.wait(timeout=10) == -9
+    leftovers.assert_clean("tprocs")

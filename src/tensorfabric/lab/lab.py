@@ -144,6 +144,15 @@ class Lab:
         if state is None:
             return
         self._save(phase="down")
+        # Anything else still running in a lab host (a `lab exec` in the background) would keep its namespace
+        # and veths alive after the name is gone; the lab owns its hosts, so it stops them.
+        for pids in self._nl.netns_pids(state.namespaces).values():
+            for pid in pids:
+                if pid != os.getpid():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         errors: list[str] = []
         for ns in reversed(state.namespaces):
             try:
@@ -306,7 +315,7 @@ def down_all(*, state_dir: str | os.PathLike[str] | None = None, netlink: Netlin
         if not ns.startswith(NS_PREFIX) or any(ns.startswith(p) for p in known):
             continue
         # A lab being built from another state directory is young or already has processes; leave it.
-        if clock() - nl.netns_created(ns) > _ORPHAN_AGE_S and not nl.netns_pids(ns):
+        if clock() - nl.netns_created(ns) > _ORPHAN_AGE_S and not nl.netns_pids([ns]).get(ns):
             nl.remove_netns(ns)
             removed.append(ns)
     return removed

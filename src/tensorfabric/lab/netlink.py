@@ -86,11 +86,30 @@ class Netlink:
         except OSError:
             return 0.0
 
-    def netns_pids(self, name: str) -> list[int]:
-        """Processes inside namespace ``name`` (pyroute2 has no call for this; ``ip netns pids`` scans /proc)."""
-        done = subprocess.run([ip_command(), "netns", "pids", name], capture_output=True, text=True,
-                              timeout=30, check=False)
-        return [int(tok) for tok in done.stdout.split() if tok.isdigit()]
+    def netns_pids(self, names: Sequence[str], proc: str = "/proc") -> dict[str, list[int]]:
+        """Processes inside each of the namespaces ``names`` (pyroute2 has no call for this): one scan of
+        ``/proc/<pid>/ns/net``, matched to each namespace's nsfs inode as ``ip netns pids`` does."""
+        wanted: dict[tuple[int, int], str] = {}
+        for name in names:
+            try:
+                st = os.stat(os.path.join(self.netns_dir, name))
+            except OSError:
+                continue
+            wanted[(st.st_dev, st.st_ino)] = name
+        found: dict[str, list[int]] = {name: [] for name in wanted.values()}
+        if not wanted:
+            return found
+        for entry in os.listdir(proc):
+            if not entry.isdigit():
+                continue
+            try:
+                st = os.stat(os.path.join(proc, entry, "ns", "net"))
+            except OSError:
+                continue  # exited meanwhile, or not ours to inspect
+            match = wanted.get((st.st_dev, st.st_ino))
+            if match is not None:
+                found[match].append(int(entry))
+        return found
 
     @contextmanager
     def ns(self, name: str) -> Iterator[Any]:
