@@ -68,6 +68,9 @@ PREFIXES = [
 @pytest.mark.parametrize(("body", "transport", "gdr"), [
     (["NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>", "Using network IB",
       "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA"], "roce", True),  # 2.12+
+    (["NET/IB : Using [0]mlx5_bond_0:1/RoCE [RO]; OOB bond0:10.0.0.1<0>", "Using network IB",
+      "Channel 00/0 : 3[3] -> 8[0] [send] via NET/IB/0(1)/GDRDMA",  # PXN through rank 1's NIC
+      "Channel 00 : 0[0] -> 1[1] via NVL/NET/0"], "roce", True),
     (["NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>",
       "Ring 00 : 0[0] -> 1[1] [send] via NET/IB/0"], "roce", False),  # 2.4 - 2.6
     (["NET/IB : No device found.", "NET/Socket : Using [0]eth0:10.0.0.1<0>", "Using network Socket",

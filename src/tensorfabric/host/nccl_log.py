@@ -36,7 +36,8 @@ _CHANNEL = re.compile(r"^Channel (\d+)(?:/(\d+))? ?: (\d+)\[([0-9A-Fa-fx]+)\] ->
                       r"(?: \[(send|receive)\])? via (.+?)\s*$")
 _RING = re.compile(r"^Ring (\d+) ?: (\d+)(?:\[([0-9A-Fa-fx]+)\])? -> (\d+)(?:\[([0-9A-Fa-fx]+)\])?"
                    r"(?: \[(send|receive)\])? via (.+?)\s*$")
-_VIA_NET = re.compile(r"^NET/(?P<net>.+?)/(?P<dev>\d+)(?P<flags>.*)$")
+# PXN paths name the proxy rank in parentheses: ``via NET/IB/0(1)/GDRDMA``.
+_VIA_NET = re.compile(r"^NET/(?P<net>.+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>.*)$")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^']*)'")
 _GDR_SUMMARY = re.compile(r"Connected all rings.*\bGDR (\d)")
 _GID = re.compile(r"\bGID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)")
