@@ -116,14 +116,17 @@ def queue_samples(fields: dict[str, str], table: dict[str, Entry], *, time: floa
 class SonicRedisSource:
     def __init__(self, host: str, port: int, switch_name: str, ctx: SourceContext, spec: str) -> None:
         import redis  # optional dependency, needed only by this source
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         self.name = f"sonic-redis:{spec}"
         self._ctx = ctx
         self._switch = switch_name
-        self._counters: Any = redis.Redis(host=host, port=port, db=COUNTERS_DB, decode_responses=True,
-                                          socket_timeout=2.0, socket_connect_timeout=2.0)
-        self._config: Any = redis.Redis(host=host, port=port, db=CONFIG_DB, decode_responses=True,
-                                        socket_timeout=2.0, socket_connect_timeout=2.0)
+        # no client-side retries: the next poll is the retry, and a poll must not stall on a dead switch
+        options: dict[str, Any] = {"host": host, "port": port, "decode_responses": True, "socket_timeout": 2.0,
+                                   "socket_connect_timeout": 2.0, "retry": Retry(NoBackoff(), 0)}
+        self._counters: Any = redis.Redis(db=COUNTERS_DB, **options)
+        self._config: Any = redis.Redis(db=CONFIG_DB, **options)
         self._redis_error: type[Exception] = redis.RedisError
 
     def read(self) -> Reading:
