@@ -108,6 +108,9 @@ def test_no_capability_is_a_clear_lab_error(tmp_path: Path) -> None:
     with pytest.raises(LabError, match="root or CAP_NET_ADMIN"):
         check_privileges(str(status))
     status.write_text("CapEff:\t0000000000001000\n")
+    with pytest.raises(LabError, match="missing: CAP_SYS_ADMIN"):
+        check_privileges(str(status))
+    status.write_text("CapEff:\t0000000000201000\n")
     check_privileges(str(status))
 
 

@@ -28,18 +28,23 @@ NETNS_DIR = "/var/run/netns"
 _BURST_BYTES = 65536 + 9000
 _LATENCY = "25ms"
 _CAP_NET_ADMIN = 12
+_CAP_SYS_ADMIN = 21
 
 
 def check_privileges(status_path: str = "/proc/self/status") -> None:
-    """Raise LabError unless this process may create namespaces (root or CAP_NET_ADMIN + CAP_SYS_ADMIN)."""
+    """Raise LabError unless this process may build labs: root, or CAP_NET_ADMIN (links, qdiscs) together
+    with CAP_SYS_ADMIN (a named namespace is a bind mount under /var/run/netns)."""
     try:
         with open(status_path, encoding="ascii") as handle:
             caps = next((int(line.split()[1], 16) for line in handle if line.startswith("CapEff:")), 0)
     except OSError as exc:
         raise LabError(f"cannot read capabilities from {status_path}: {exc}") from exc
-    if not caps >> _CAP_NET_ADMIN & 1:
-        raise LabError("the lab needs root or CAP_NET_ADMIN to create network namespaces; "
-                       "run as root (e.g. sudo) or in a container with NET_ADMIN")
+    missing = [name for bit, name in ((_CAP_NET_ADMIN, "CAP_NET_ADMIN"), (_CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
+               if not caps >> bit & 1]
+    if missing:
+        raise LabError(f"the lab needs root or CAP_NET_ADMIN to create network namespaces (missing: "
+                       f"{', '.join(missing)}); run as root (e.g. sudo) or in a container with NET_ADMIN and "
+                       f"SYS_ADMIN")
 
 
 def ip_command() -> str:
