@@ -220,3 +220,13 @@ def test_log_gid_index_must_be_rocev2_on_this_host() -> None:
     moved = parse_nccl_log(text.replace("GID 3 (", "GID 2 ("))
     found = [f for f in _doctor(root, _good_env(root), nccl_log=moved) if f.rule == "log.gid-not-rocev2"]
     assert len(found) == 2 and found[0].severity == "error" and "192.168.1.1 v1" in found[0].message
+
+
+def test_log_reports_the_environment_nccl_saw() -> None:
+    root = SYSFS / "mlx5-roce"
+    base = "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO NCCL_IB_TC set by environment to {}.\n"
+    good = parse_nccl_log(base.format(106))
+    assert good.environment == {"NCCL_IB_TC": "106"}
+    assert "log.tc-not-lossless" not in _rules(_doctor(root, _good_env(root), nccl_log=good))
+    bad = parse_nccl_log(base.format(0))
+    assert _rules(_doctor(root, _good_env(root), nccl_log=bad))["log.tc-not-lossless"] == "error"

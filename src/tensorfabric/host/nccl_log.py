@@ -14,7 +14,8 @@ RDMA Disabled for HCA``, ``use ring PXN 1 GDR 1``). "Using network IB" alone doe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tensorfabric.errors import ParseError
@@ -40,6 +41,7 @@ _RING = re.compile(r"^Ring (\d+) ?: (\d+)(?:\[([0-9A-Fa-fx]+)\])? -> (\d+)(?:\[(
 _VIA_NET = re.compile(r"^NET/(?P<net>.+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>.*)$")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^']*)'")
 _GDR_SUMMARY = re.compile(r"Connected all rings.*\bGDR (\d)")
+_ENV_SET = re.compile(r"^(NCCL_\w+|GLOO_\w+) set by environment to (.*?)\.?\s*$")
 _GID = re.compile(r"\bGID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)")
 _FLAGS = re.compile(r"^(?:/GDRDMA|/Shared|\(PCI\))*$")
 
@@ -101,6 +103,8 @@ class NcclLogReport:
     version: str | None = None
     gid_index: int | None = None
     no_device: bool = False
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Variables NCCL reports as ``X set by environment to Y`` (ENV subsystem, on by default)."""
 
     @property
     def rdma(self) -> bool | None:
@@ -120,7 +124,7 @@ class NcclLogReport:
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "transport": self.transport, "gpudirect": self.gpudirect,
                 "devices": [str(d) for d in self.devices], "network": self.network, "plugin": self.plugin,
-                "version": self.version, "gid_index": self.gid_index,
+                "version": self.version, "gid_index": self.gid_index, "environment": dict(self.environment),
                 "channels": [c.to_dict() for c in self.channels],
                 "signatures": [s.to_dict() for s in self.signatures]}
 
@@ -153,6 +157,7 @@ class _State:
         self.no_device = False
         self.gdr_hca: dict[str, bool] = {}
         self.gdr_summary: bool | None = None
+        self.environment: dict[str, str] = {}
 
 
 def _channel(message: str) -> ChannelPath | None:
@@ -205,6 +210,9 @@ def _interpret(state: _State, message: str) -> bool:
         return True
     if (match := _GDR_SUMMARY.search(message)) is not None:
         state.gdr_summary = match[1] == "1"
+        return True
+    if (match := _ENV_SET.match(message)) is not None:
+        state.environment.setdefault(match[1], match[2])
         return True
     if (match := _GID.search(message)) is not None and state.gid_index is None:
         state.gid_index = int(match[1])
@@ -284,7 +292,7 @@ def _report(state: _State, source: str) -> NcclLogReport:
         source=source, transport=transport, gpudirect=_gpudirect(state, transport, net_paths), devices=devices,
         channels=tuple(state.channels), signatures=tuple(sorted(state.hits.values(), key=lambda h: h.line)),
         network=network, plugin=state.plugin, version=state.version, gid_index=state.gid_index,
-        no_device=state.no_device)
+        no_device=state.no_device, environment=dict(state.environment))
 
 
 def _ib_banners(state: _State) -> list[LogDevice]:

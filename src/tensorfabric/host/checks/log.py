@@ -37,6 +37,7 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
                       "load nvidia-peermem; check NCCL_NET_GDR_LEVEL against the GPU-NIC distance (doctor)")
     if report.gid_index is not None:
         yield from _gid_in_use(ctx, report.gid_index, subject)
+    yield from _logged_tc(ctx, report.environment.get("NCCL_IB_TC"), subject)
     for hit in report.signatures:
         if hit.id in covered:
             continue
@@ -54,3 +55,18 @@ def _gid_in_use(ctx: DoctorContext, index: int, subject: str) -> Iterator[Findin
                           f"{gid.describe() if gid else 'empty'}, not a routable RoCE v2 GID",
                           {"gid_index": index, "port": port.name, "gids": [g.describe() for g in port.gids]},
                           "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 auto-selects) or pin the RoCE v2 IPv4 index")
+
+
+def _logged_tc(ctx: DoctorContext, raw: str | None, subject: str) -> Iterator[Finding]:
+    """NCCL_IB_TC as the logged run saw it (``set by environment``); absence proves nothing (ENV may be off)."""
+    if raw is None:
+        return
+    try:
+        tc = int(raw)
+    except ValueError:
+        tc = -1
+    if tc < 0 or tc >> 2 != ctx.roce_dscp:
+        yield Finding("log.tc-not-lossless", "error", subject,
+                      f"the logged run used NCCL_IB_TC={raw}, not the lossless DSCP {ctx.roce_dscp} << 2",
+                      {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp},
+                      f"set NCCL_IB_TC={ctx.roce_dscp << 2} on the hosts of that run")
