@@ -9,6 +9,8 @@ import pytest
 
 from tensorfabric.cli.main import main
 
+from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
+
 RUN_KEYS = {"text", "token_ids", "ttft_s", "decode_latency_s", "tokens_per_s", "tp", "pp", "codec", "transport",
             "comm"}
 

@@ -12,6 +12,8 @@ from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 from tensorfabric.transfer.launch import SpawnError, spawn
 
+from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
+
 pytestmark = pytest.mark.slow
 
 PROMPTS = ("pipelines and tensors", "tp")

@@ -16,6 +16,8 @@ from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 from tensorfabric.inference.weights import load_shard
 
+from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
+
 transformers = pytest.importorskip("transformers")
 
 CASES = {
