@@ -45,6 +45,7 @@ class Trace:
     delivered: F64
     dropped: F64
     buffered: F64
+    """Per flow: bytes still in switch buffers or on the wires at the end (counted, not derived)."""
     finish_s: F64
     begin_s: F64
     cnp_sent: F64
@@ -80,7 +81,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pending = np.zeros((depth, n_s))
     buf = np.zeros(n_s)
     cap_dt = net.cap_bytes_s * dt
-    sent, delivered, dropped = np.zeros(n_f), np.zeros(n_f), np.zeros(n_f)
+    delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
     finish = np.full(n_f, np.nan)
@@ -97,8 +98,17 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     ing = np.zeros(n_e)
     pfc_on = cfg.pfc.enabled
     xoff = np.full(n_e, cfg.pfc.xoff_bytes)
+    xon = xoff - cfg.pfc.xon_offset_bytes
+    running = ~paused
+    zeros_f = np.zeros(n_f)
+    kmin = cfg.ecn.kmin_bytes if cfg.ecn.enabled else np.inf
+    room = net.limit_bytes.copy()
+    active = started & ~finished
+    remaining = net.size.copy()
+    goal_left = size_goal.copy()  # delivered bytes still needed: size less drops (no retransmission)
     dynamic = cfg.pfc.threshold == "dynamic"
-    edge_drops, paused_s, xoff_s = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
+    # Paused/XOFF time is counted in steps (cheaper per step) and scaled by dt when read.
+    edge_drops, paused_n, xoff_n = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
     on_n, off_n, qmax = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
     edge_marks, edge_tx = np.zeros(n_e), np.zeros(n_e)
     shared_nic = np.bincount(net.src_nic_edge, minlength=n_e).max() > 1
@@ -128,20 +138,23 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             begin[newly] = now
             waiting = ready[~started]
             next_ready = float(waiting.min()) if waiting.size else np.inf
+            active = started & ~finished
         slot = t % depth
-        arr = pending[slot].copy()
-        pending[slot] = 0.0
+        arr = pending[slot]  # a view: consumed below, then zeroed for reuse
         in_arr = np.bincount(net.seg_in, arr, n_e)
-        over = ing + in_arr - net.limit_bytes
-        if (over > 0).any():
+        if np.count_nonzero(in_arr > room):
+            over = in_arr - room
             frac_drop = np.where(over > 0, np.minimum(1.0, over / np.maximum(in_arr, _EPS)), 0.0)
             drop = arr * frac_drop[net.seg_in]
             arr -= drop
-            dropped += np.bincount(net.seg_flow, drop, n_f)
+            drop_f = np.bincount(net.seg_flow, drop, n_f)
+            dropped += drop_f
+            goal_left -= drop_f
             edge_drops += np.bincount(net.seg_in, drop, n_e)
         buf += arr
+        arr.fill(0.0)
         queue = np.bincount(net.seg_edge, buf, n_e)
-        cap = cap_dt * ~paused
+        cap = cap_dt * running
         frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
         dep = buf * frac[net.seg_edge]
         buf -= dep
@@ -152,19 +165,25 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         else:
             pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
         delivered += dep[net.last_seg]
-        active = started & ~finished
         want = rp.rc * (dt / 8) * active
         if shared_nic:
             load = np.bincount(net.src_nic_edge, want, n_e)
             scale = np.minimum(1.0, cap_dt / np.maximum(load, _EPS))
             want = want * scale[net.src_nic_edge]
-        inj = np.minimum(want * ~paused[net.src_nic_edge], net.size - sent)
-        sent += inj
+        inj = np.minimum(want * running[net.src_nic_edge], remaining)
+        remaining -= inj
         if uniform_inject:
             pending[(t + inject_row) % depth, net.first_seg] += inj
         else:
             pending[(t + net.inject_steps) % depth, net.first_seg] += inj
-        if use_cc or snap_every:
+        if (use_cc or snap_every) and np.maximum.reduce(q_post) <= kmin:
+            # No queue above Kmin: nothing is marked this step.
+            if use_cc:
+                rp.step(t, zeros_f, zeros_f, inj, active)
+            if snap_every:
+                edge_tx += np.bincount(net.seg_edge, dep, n_e)
+                edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
+        elif use_cc or snap_every:
             p_seg = mark_probability(q_post, cfg.ecn)[net.seg_edge]
             marks = dep * p_seg / cfg.mtu
             marked_f = cast(F64, np.bincount(net.seg_flow, marks, n_f))
@@ -181,29 +200,35 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 edge_tx += np.bincount(net.seg_edge, dep, n_e)
                 edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
         ing = cast(F64, np.bincount(net.seg_in, buf, n_e))
+        room = net.limit_bytes - ing
         if pfc_on:
             if dynamic:
                 used = np.bincount(net.seg_switch, buf, net.n_switches)
                 free = np.maximum(cfg.pfc.buffer_bytes - used, 0.0)
                 xoff = np.where(net.ingress_switch >= 0, cfg.pfc.dynamic_alpha * free[net.ingress_switch], np.inf)
+                xon = xoff - cfg.pfc.xon_offset_bytes
+                room = xoff + net.headroom_bytes - ing  # admission follows the moving threshold
             # Latch: XOFF above the threshold, XON only once below threshold - offset.
-            new_state = (ing > xoff) | (state & (ing > xoff - cfg.pfc.xon_offset_bytes)) | net.forced_pause
+            new_state = (ing > xoff) | (state & (ing > xon)) | net.forced_pause
         else:
             new_state = net.forced_pause
-        if (new_state != state).any():
+        if np.count_nonzero(new_state != state):
             on_n += new_state & ~state
             off_n += state & ~new_state
         state = new_state
-        xoff_s += state * dt
+        xoff_n += state
         hist[t % p_depth] = state
         if uniform_pause:
             paused = hist[(t + 1 - pause_row) % p_depth].copy()
         else:
             paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
-        paused_s += paused * dt
-        done = active & (delivered + dropped >= size_goal)
-        if done.any():
+        running = ~paused
+        paused_n += paused
+        done = delivered >= goal_left
+        if np.count_nonzero(done):
+            goal_left[done] = np.inf
             finished |= done
+            active = started & ~finished
             finish[done] = now + dt
             for stage in np.unique(net.stage[done]):
                 stage_left[stage] -= int(np.count_nonzero(net.stage[done] == stage))
@@ -219,7 +244,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             s_d.append(delivered.astype(np.float32))
         if snap_every and (t + 1) % snap_every == 0:
             snapshots.append({
-                "time": np.array([now + dt]), "edge_paused_s": paused_s.copy(), "edge_xoff_s": xoff_s.copy(),
+                "time": np.array([now + dt]), "edge_paused_s": paused_n * dt, "edge_xoff_s": xoff_n * dt,
                 "edge_on": on_n.copy(), "edge_off": off_n.copy(), "edge_drops": edge_drops.copy(),
                 "edge_marks": edge_marks.copy(), "edge_tx": edge_tx.copy(), "cnp_sent": rp.cnp_sent.copy(),
                 "cnp_handled": rp.cnp_handled.copy(), "marked": marked.copy(), "queue": q_post.copy(),
@@ -230,11 +255,14 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         if cfg.stop_when_idle and finished.all():
             break
     steps = t + 1
+    sent = net.size - remaining
+    # Bytes still inside the network, counted from the buffers and the wires, not from the difference.
+    in_network = cast(F64, np.bincount(net.seg_flow, buf + pending.sum(axis=0), n_f))
     return Trace(
         steps=steps, sim_time_s=steps * dt, sent=sent, delivered=delivered, dropped=dropped,
-        buffered=sent - delivered - dropped, finish_s=finish, begin_s=begin, cnp_sent=rp.cnp_sent.copy(),
-        cnp_handled=rp.cnp_handled.copy(), marked_pkts=marked, edge_drops=edge_drops, edge_paused_s=paused_s,
-        edge_xoff_s=xoff_s, edge_xoff_on=on_n, edge_xoff_off=off_n, edge_queue_max=qmax,
+        buffered=in_network, finish_s=finish, begin_s=begin, cnp_sent=rp.cnp_sent.copy(),
+        cnp_handled=rp.cnp_handled.copy(), marked_pkts=marked, edge_drops=edge_drops, edge_paused_s=paused_n * dt,
+        edge_xoff_s=xoff_n * dt, edge_xoff_on=on_n, edge_xoff_off=off_n, edge_queue_max=qmax,
         edge_refresh_s=np.array([pause_duration_s(cfg.pfc.pause_quanta, e.rate_bps) / 2 for e in net.edges]),
         series_t=np.array(s_t), series_queue=np.array(s_q), series_paused=np.array(s_p),
         series_rate=np.array(s_r), series_delivered=np.array(s_d), snapshots=snapshots,

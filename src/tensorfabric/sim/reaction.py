@@ -128,67 +128,70 @@ class Firmware:
         self.timer_next = np.full(n, cfg.time_reset_s)
         self.timer_min = cfg.time_reset_s
         self.last_inc = np.zeros(n, dtype=np.int8)  # 0 none since decrease, 1 timer, 2 byte counter
-        self.next_alpha = cfg.alpha_period_s
-        self.next_dec = cfg.rate_reduce_period_s
+        self.alpha_time = 0.0
+        self.tick_steps = max(1, round(cfg.rate_reduce_period_s / dt))
         self.max_cut = (100.0 - cfg.min_dec_fac) / 100.0
 
     def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
         c, now = self.cfg, (t + 1) * self.dt
         # Notification point: a CNP when a marked packet arrived and the per-flow gap has passed.
-        if marked_pkts.any():
+        if np.count_nonzero(marked_pkts):
             marked = self.rng.random(marked_pkts.shape[0]) < -np.expm1(-marked_pkts)
             send = marked & active & (now >= self.np_next)
         else:
             send = marked_pkts > 0.0
-        if send.any():
+        if np.count_nonzero(send):
             self.np_next[send] = now + c.min_time_between_cnps_s
             self.cnp_sent += send
             slots = (t + self.fb) % self.depth
             self.inbox[slots[send], self.idx[send]] = True
         slot = t % self.depth
-        arrived = self.inbox[slot].copy()
-        self.inbox[slot] = False
-        if arrived.any():
+        if np.count_nonzero(self.inbox[slot]):
+            arrived = self.inbox[slot].copy()
+            self.inbox[slot] = False
             self.cnp_handled += arrived
             first = arrived & ~self.seen_cnp
             self.alpha[first] = c.initial_alpha
             self.seen_cnp |= arrived
             self.cnp_alpha |= arrived
             self.cnp_dec |= arrived
-        if now >= self.next_alpha:
-            periods = int((now - self.next_alpha) // c.alpha_period_s) + 1
+        self.bytes_since += sent_bytes
+        # Alpha, decrease and increase are evaluated on the rate-reduce monitor tick (4 us by default).
+        # Alpha's 1 us periods in between are applied together: with at most one CNP per flow per
+        # MIN_TIME_BETWEEN_CNPS (4 us) that is the same as applying them one by one.
+        if (t + 1) % self.tick_steps:
+            return
+        periods = int((now - self.alpha_time) / c.alpha_period_s + 1e-6)
+        if periods > 0:
             self.alpha = self.alpha * (1 - c.g) ** periods + c.g * self.cnp_alpha
             self.cnp_alpha[:] = False
-            self.next_alpha += periods * c.alpha_period_s
-        if now >= self.next_dec:
-            self.next_dec += (int((now - self.next_dec) // c.rate_reduce_period_s) + 1) * c.rate_reduce_period_s
-            dec = self.cnp_dec
-            if dec.any():
-                clamp = dec & (c.clamp_tgt_rate | (self.last_inc == 2)
-                               | ((self.last_inc == 1) & c.clamp_tgt_rate_after_time_inc))
-                self.rt = np.where(clamp, self.rc, self.rt)
-                cut = np.minimum(self.alpha / 2, self.max_cut)
-                self.rc = np.where(dec, np.maximum(c.min_rate_bps, self.rc * (1 - cut)), self.rc)
-                self.timer_stage[dec] = 0
-                self.byte_stage[dec] = 0
-                self.bytes_since[dec] = 0
-                self.timer_next[dec] = now + c.time_reset_s
-                self.timer_min = float(self.timer_next.min())
-                self.last_inc[dec] = 0
-                self.cnp_dec[:] = False
-        self._increase(now, sent_bytes, active)
+            self.alpha_time += periods * c.alpha_period_s
+        dec = self.cnp_dec
+        if np.count_nonzero(dec):
+            clamp = dec & (c.clamp_tgt_rate | (self.last_inc == 2)
+                           | ((self.last_inc == 1) & c.clamp_tgt_rate_after_time_inc))
+            self.rt = np.where(clamp, self.rc, self.rt)
+            cut = np.minimum(self.alpha / 2, self.max_cut)
+            self.rc = np.where(dec, np.maximum(c.min_rate_bps, self.rc * (1 - cut)), self.rc)
+            self.timer_stage[dec] = 0
+            self.byte_stage[dec] = 0
+            self.bytes_since[dec] = 0
+            self.timer_next[dec] = now + c.time_reset_s
+            self.timer_min = float(self.timer_next.min())
+            self.last_inc[dec] = 0
+            self.cnp_dec = np.zeros_like(dec)
+        self._increase(now, active)
 
-    def _increase(self, now: float, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
+    def _increase(self, now: float, active: npt.NDArray[np.bool_]) -> None:
         c = self.cfg
-        self.bytes_since += sent_bytes
         byte = self.bytes_since >= c.byte_reset_bytes
-        if now < self.timer_min and not byte.any():
+        if now < self.timer_min and not np.count_nonzero(byte):
             return
         timer = active & (now >= self.timer_next)
         self.timer_next = np.where(timer, now + c.time_reset_s, self.timer_next)
         self.timer_min = float(self.timer_next.min())
         inc = timer | byte
-        if not inc.any():
+        if not np.count_nonzero(inc):
             return
         self.bytes_since = np.where(byte, self.bytes_since - c.byte_reset_bytes, self.bytes_since)
         self.timer_stage += timer

@@ -9,6 +9,7 @@ can pick its hosts from any fabric.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,10 @@ class Overrides:
     batch: int | None = None
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"{f.name.replace('_', ' ')}: {value!r} must be a finite number")
         for name in ("flows", "size_bytes", "rate_bps", "duration_s", "layers", "tokens", "batch"):
             value = getattr(self, name)
             if value is not None and value <= 0:
