@@ -155,3 +155,13 @@ def test_down_stops_processes_left_in_hosts(state_dir: Path, leftovers: Leftover
     Lab.attach("tprocs", state_dir=state_dir).down()
     assert stray.wait(timeout=10) == -9
     leftovers.assert_clean("tprocs")
+
+
+def test_status_of_a_removed_lab_does_not_resurrect_it(state_dir: Path, leftovers: Leftovers) -> None:
+    lab = Lab(hosts=1, rate="1gbit", name="tghost", state_dir=state_dir).up(persistent=True)
+    Netlink().remove_netns("tf-tghost-h0")
+    with pytest.raises(LabError, match="'tf-tghost-h0' does not exist"):
+        lab.status()
+    assert "tf-tghost-h0" not in Netlink().list_netns()
+    lab.down()
+    leftovers.assert_clean("tghost")

@@ -123,7 +123,13 @@ class Netlink:
         from pyroute2.netlink.exceptions import NetlinkError
 
         try:
-            with IPRoute(netns=name) as ipr:
+            # flags=0: pyroute2's default (O_CREAT) would silently create a missing namespace -- a status
+            # query on a half-removed lab must not resurrect it.
+            ipr = IPRoute(netns=name, flags=0)
+        except FileNotFoundError as exc:
+            raise LabError(f"network namespace {name!r} does not exist (was the lab taken down?)") from exc
+        try:
+            with ipr:
                 yield ipr
         except NetlinkError as exc:
             raise LabError(f"netlink error in namespace {name!r}: {exc}") from exc
