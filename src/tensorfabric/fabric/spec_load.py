@@ -20,6 +20,8 @@ from tensorfabric.fabric.spec_types import UNIT_PREFIX
 __all__ = ["field_path", "load", "load_text", "validate"]
 
 _MAX_REPORTED = 4
+# libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def field_path(loc: Sequence[int | str]) -> str:
@@ -85,7 +87,7 @@ def _cross_field_loc(text: str) -> list[int | str]:
     return loc
 
 
-def validate(data: Any, *, source: str = "<spec>", root: yaml.Node | None = None) -> FabricSpec:
+def validate(data: Any, *, source: str = "<spec>", text: str | None = None) -> FabricSpec:
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -97,22 +99,31 @@ def validate(data: Any, *, source: str = "<spec>", root: yaml.Node | None = None
         errors = exc.errors()
         messages = [_message(e) for e in errors[:_MAX_REPORTED]]
         more = len(errors) - _MAX_REPORTED
-        text = "; ".join(messages) + (f"; and {more} more" if more > 0 else "")
+        message = "; ".join(messages) + (f"; and {more} more" if more > 0 else "")
         first = errors[0]
         loc = first["loc"] or _cross_field_loc(messages[0])
-        raise ParseError(text, source=source, line=_line_of(root, loc)) from None
+        raise ParseError(message, source=source, line=_line_of(_compose(text), loc)) from None
+
+
+def _compose(text: str | None) -> yaml.Node | None:
+    # Only on the error path: the node tree exists to find the line of the offending field.
+    if text is None:
+        return None
+    try:
+        return yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None
 
 
 def load_text(text: str, *, source: str = "<spec>") -> FabricSpec:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when available)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ParseError(f"malformed YAML: {problem}", source=source,
                          line=mark.line + 1 if mark is not None else None) from None
-    return validate(data, source=source, root=root)
+    return validate(data, source=source, text=text)
 
 
 def load(path: str | Path) -> FabricSpec:
