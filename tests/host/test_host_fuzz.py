@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
@@ -12,7 +12,7 @@ from tensorfabric.host.discovery import discover, parse_memlock, parse_nccl_conf
 from tensorfabric.host.doctor import run_doctor
 from tensorfabric.host.ncclenv import derive_env
 
-from .conftest import write
+from .conftest import SYSFS, write
 
 _FILES = [
     "sys/class/infiniband/mlx5_0/ports/1/state", "sys/class/infiniband/mlx5_0/ports/1/link_layer",
@@ -29,11 +29,12 @@ _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=120)
 @given(edits=st.lists(st.tuples(st.sampled_from(_FILES), _text), min_size=1, max_size=6),
        environ=st.dictionaries(st.sampled_from(["NCCL_IB_HCA", "NCCL_IB_TC", "NCCL_IB_GID_INDEX",
                                                 "NCCL_NET_GDR_LEVEL", "NCCL_SOCKET_IFNAME", "NCCL_NET"]), _text))
-def test_garbage_in_sysfs_never_crashes_discovery_or_doctor(clone: Callable[[str], Path],
-                                                            edits: list[tuple[str, str]],
+def test_garbage_in_sysfs_never_crashes_discovery_or_doctor(tmp_path: Path, edits: list[tuple[str, str]],
                                                             environ: dict[str, str]) -> None:
-    root = clone("mlx5-roce") if not hasattr(clone, "root") else clone.root  # type: ignore[attr-defined]
-    clone.root = root  # type: ignore[attr-defined]  # one copy per test function, rewritten per example
+    # One copy per test, shared by all examples: every example overwrites files, and any state is valid input.
+    root = tmp_path / "host"
+    if not root.exists():
+        shutil.copytree(SYSFS / "mlx5-roce", root, symlinks=True)
     for rel, text in edits:
         write(root, rel, text)
     inv = discover(root)
