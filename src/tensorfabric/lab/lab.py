@@ -181,6 +181,8 @@ class Lab:
         for node in plan.nodes:
             ns = plan.netns(node.name)
             self._step(f"netns {ns}")
+            if nl.netns_exists(ns):  # someone else's (another state directory): never record, never remove it
+                raise LabError(f"network namespace {ns!r} already exists; pick another lab name")
             # Record before creating: a crash between the two leaves a name that down() ignores if absent.
             self._save(namespace=ns)
             nl.create_netns(ns)

@@ -66,6 +66,9 @@ class Netlink:
 
         return sorted(netns.listnetns())
 
+    def netns_exists(self, name: str) -> bool:
+        return os.path.exists(os.path.join(self.netns_dir, name))
+
     def create_netns(self, name: str) -> None:
         from pyroute2 import netns
 

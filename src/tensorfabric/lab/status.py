@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tensorfabric.lab.netlink import Netlink
-from tensorfabric.lab.plan import LabPlan
+from tensorfabric.lab.plan import HOST_IFACE, LabPlan
 from tensorfabric.topology import Endpoint
 from tensorfabric.units import format_rate
 
@@ -38,7 +38,7 @@ def lab_status(plan: LabPlan, netlink: Netlink) -> dict[str, Any]:
         return {"endpoint": str(endpoint), "present": True, "state": info["state"], "mtu": info["mtu"],
                 **{key: int(stats.get(key, 0)) for key in _IF_COUNTERS}, "qdisc": info["qdisc"]}
 
-    hosts = [{"name": h, "rank": r, "netns": plan.netns(h), "interface": "eth0", "address": plan.host_address(h)}
+    hosts = [{"name": h, "rank": r, "netns": plan.netns(h), "interface": HOST_IFACE, "address": plan.host_address(h)}
              for r, h in enumerate(plan.hosts)]
     links = [{"a": str(link.a), "b": str(link.b), "rate_bps": link.rate_bps, "rate": format_rate(link.rate_bps),
               "ends": [end(link.a), end(link.b)]} for link in plan.links]
