@@ -85,6 +85,8 @@ def counter_samples(net: Network, trace: Trace, *, priority: int, mtu: int, loss
                 yield Sample(t, "roce_ecn_marked_packets_total", "counter", float(np.floor(snap["edge_marks"][e])),
                              {**rx, "priority": prio, "queue": prio}, SOURCE)
                 yield Sample(t, "roce_queue_occupancy_bytes", "gauge", float(snap["queue"][e]), queue, SOURCE)
+                yield Sample(t, "roce_queue_packets_total", "counter", float(np.floor(snap["edge_tx"][e] / mtu)),
+                             queue, SOURCE)
                 yield Sample(t, "roce_queue_paused", "gauge", float(snap["paused"][e]), queue, SOURCE)
             else:  # a sending NIC: the reaction point
                 yield Sample(t, "roce_cnp_handled_total", "counter", float(np.floor(cnp_handled[e])), rx, SOURCE)
