@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,24 @@ def test_public_api() -> None:
 
     assert sorted(lab.__all__) == sorted(n for n in dir(lab) if not n.startswith("_") and n not in {
         "annotations", "lab", "launch", "netlink", "plan", "spec", "state", "status"})
+
+
+@given(st.one_of(st.text(max_size=200), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
+        ["spec", "namespaces", "phase", "owner", "created_at", "name", "hosts", "pid", "start_ticks"]),
+        inner, max_size=6), max_leaves=12).map(json.dumps)))
+def test_state_file_fuzz_raises_only_lab_error(text: str) -> None:
+    try:
+        LabState.from_json(text, "fuzz.json")
+    except LabError:
+        pass
+
+
+def test_state_file_may_only_name_its_own_namespaces() -> None:
+    good = LabState(LabSpec.create(name="own", hosts=1, rate="1gbit")).with_namespace("tf-own-h0")
+    assert LabState.from_json(good.to_json(), "s") == good
+    evil = json.loads(good.to_json())
+    evil["namespaces"] = ["tf-own-h0", "tf-other-h0"]
+    with pytest.raises(LabError, match="must be a list of names starting with 'tf-own-'"):
+        LabState.from_json(json.dumps(evil), "s")

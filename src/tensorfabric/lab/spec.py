@@ -146,7 +146,13 @@ class LabSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LabSpec:
-        return cls(**data)
+        """Rebuild a spec saved with :meth:`to_dict`, validating it again (InputError if it does not hold)."""
+        if not isinstance(data, dict) or set(data) != set(cls.__dataclass_fields__):
+            raise InputError(f"lab spec: {data!r} must have exactly the keys {sorted(cls.__dataclass_fields__)}")
+        uplink = data["uplink_rate_bps"]
+        return cls.create(name=data["name"], hosts=data["hosts"], rate=data["rate_bps"], topology=data["topology"],
+                          leaves=data["leaves"], spines=data["spines"], uplink_rate=uplink if uplink else None,
+                          mtu=data["mtu"], subnet=data["subnet"])
 
 
 def parse_short_spec(text: str) -> tuple[int, float]:

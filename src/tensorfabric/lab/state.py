@@ -82,10 +82,17 @@ class LabState:
         try:
             data = json.loads(text)
             owner = data.get("owner")
-            return cls(LabSpec.from_dict(data["spec"]), tuple(data["namespaces"]), str(data["phase"]),
+            spec = LabSpec.from_dict(data["spec"])
+            namespaces = data["namespaces"]
+            # down() deletes what this list names: it may only ever name this lab's own namespaces.
+            prefix = f"tf-{spec.name}-"
+            if not isinstance(namespaces, list) or not all(
+                    isinstance(ns, str) and ns.startswith(prefix) for ns in namespaces):
+                raise ValueError(f"namespaces {namespaces!r} must be a list of names starting with {prefix!r}")
+            return cls(spec, tuple(namespaces), str(data["phase"]),
                        None if owner is None else Owner(int(owner["pid"]), int(owner["start_ticks"])),
                        float(data["created_at"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # InputError is a ValueError
             raise LabError(f"lab state file {source} is unreadable: {exc}") from exc
 
     def with_namespace(self, ns: str) -> LabState:
