@@ -230,3 +230,13 @@ def test_log_reports_the_environment_nccl_saw() -> None:
     assert "log.tc-not-lossless" not in _rules(_doctor(root, _good_env(root), nccl_log=good))
     bad = parse_nccl_log(base.format(0))
     assert _rules(_doctor(root, _good_env(root), nccl_log=bad))["log.tc-not-lossless"] == "error"
+
+
+def test_log_with_both_socket_and_ib_channels() -> None:
+    root = SYSFS / "mlx5-roce"
+    text = ("a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+            "b:3:4 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/Socket/0\n")
+    report = parse_nccl_log(text)
+    assert report.transport == "socket"
+    assert _rules(_doctor(root, _good_env(root), nccl_log=report)) == {
+        "log.mixed-transports": "error", "log.socket-transport": "error"}

@@ -19,6 +19,12 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
     covered: set[str] = set()
     evidence = {"transport": report.transport, "gpudirect": report.gpudirect, "network": report.network,
                 "devices": [str(d) for d in report.devices]}
+    nets = {c.net.lower() for c in report.channels if c.net}
+    if "socket" in nets and len(nets) > 1:
+        yield Finding("log.mixed-transports", "error", subject,
+                      f"channels use both sockets and {', '.join(sorted(nets - {'socket'}))}: some nodes fell back "
+                      "to TCP (init can hang when nodes disagree, NVIDIA/nccl#234)", {"networks": sorted(nets)},
+                      "run `tensorfabric doctor` on every node; the ones without RDMA are the cause")
     if report.transport == "socket":
         covered |= _COVERED["socket"]
         yield Finding("log.socket-transport", "error", subject,
