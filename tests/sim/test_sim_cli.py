@@ -51,3 +51,19 @@ def test_planning_random_input_raises_only_input_errors(name: str, rate: float |
         compile_network(p.fabric, p.flows, p.config)
     except InputError:
         pass
+
+
+def test_fabric_spec_is_simulated_with_its_ecn_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    from pathlib import Path
+
+    spec = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "specs" / "reference.yaml"
+    if not spec.exists():
+        pytest.skip("the fabric helper's reference spec is not in this checkout")
+    assert main(["simulate", "incast", "--fabric", str(spec), "--flows", "2", "--duration", "300us", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["fabric"] == str(spec)
+    assert doc["params"]["kmin_bytes"] == 150_000 and doc["params"]["pmax"] == 1.0  # from the spec's qos.ecn
+    assert len(doc["flows"]) == 2
+    assert main(["simulate", "deadlock", "--fabric", str(spec)]) == 2  # builds its own ring
+    assert main(["simulate", "incast", "--fabric", str(spec), "--rate", "10G"]) == 2

@@ -17,15 +17,19 @@ __all__ = ["cli"]
 DEFAULT_COUNTER_INTERVAL_S = 100e-6
 
 
-def _load_fabric(path: str) -> Fabric:
+def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
+    """The spec's fabric and its default ECN profile (Kmin, Kmax bytes, Pmax as a probability), if it has one."""
     try:
         from tensorfabric.fabric.spec import load_spec
     except ImportError as exc:
         raise InputError(f"--fabric {path}: fabric spec support (tensorfabric.fabric.spec) is not installed") from exc
-    topology = load_spec(path).to_topology()
+    spec = load_spec(path)
+    topology = spec.to_topology()
     if not isinstance(topology, Fabric):
         raise InputError(f"--fabric {path}: the spec did not produce a fabric")
-    return topology
+    profile = spec.qos.ecn_for(None) if spec.qos is not None else None
+    ecn = None if profile is None else (float(profile.kmin), float(profile.kmax), float(profile.pmax) / 100.0)
+    return topology, ecn
 
 
 @click.command("simulate")
@@ -62,11 +66,15 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
+    fabric, spec_ecn = _load_fabric(fabric_path) if fabric_path else (None, None)
+    if spec_ecn is not None:  # the spec's QoS plan is the default; flags still win
+        kmin = kmin if kmin is not None else int(spec_ecn[0])
+        kmax = kmax if kmax is not None else int(spec_ecn[1])
+        pmax = pmax if pmax is not None else spec_ecn[2]
     overrides = Overrides(
         flows=flows, size_bytes=size, rate_bps=rate, kmin_bytes=kmin, kmax_bytes=kmax, pmax=pmax,
         headroom_bytes=headroom, xoff_bytes=xoff, step_s=step, dcqcn=dcqcn, duration_s=duration, seed=seed,
         counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, layers=layers, tokens=tokens, batch=batch)
-    fabric = _load_fabric(fabric_path) if fabric_path else None
     planned = plan(scenario, overrides, fabric)  # bad input fails here, before any work
     total = planned.config.duration_s / planned.config.step_s
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:

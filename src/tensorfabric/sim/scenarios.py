@@ -124,8 +124,11 @@ def _no_fabric(name: str, fabric: Fabric | None, o: Overrides) -> None:
 
 
 def _rate_for(fabric: Fabric | None, o: Overrides, default: float) -> float:
-    if fabric is not None and o.rate_bps is not None:
-        raise InputError("--rate sets the built-in topologies' link rate; a fabric spec sets its own speeds")
+    """The link rate to build with, or for a given fabric its fastest link (reported in params)."""
+    if fabric is not None:
+        if o.rate_bps is not None:
+            raise InputError("--rate sets the built-in topologies' link rate; a fabric spec sets its own speeds")
+        return max((link.speed_bps for link in fabric.links), default=default)
     return o.rate_bps or default
 
 
@@ -186,7 +189,7 @@ def _victim(o: Overrides, fabric: Fabric | None) -> Plan:
         path = [port_name(r.network, e) for e in r.network.paths[0]]
         paused = {p: r.pause["ports"].get(p, {}).get("paused_fraction", 0.0) for p in path}
         return r.with_outcome(pause={"victim": {"flow": 0, "path": path, "path_paused_fraction": paused,
-                                                "rate_over_line": v.mean_rate_bps / line,
+                                                "rate_over_line": float(v.mean_rate_bps / line),
                                                 "settled_rate_over_line": float(tail / line)}})
 
     return Plan(fab, flows, cfg, params, judge)
