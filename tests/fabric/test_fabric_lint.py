@@ -43,6 +43,7 @@ MUTATIONS: list[tuple[str, list[tuple[str, Any]]]] = [
     ("cnp.not-strict", [("switches.1.qos", {"strict_priorities": []})]),
     ("cnp.class-mismatch", [("hosts.0.nics.0.qos", {"cnp_priority": 7})]),
     ("trust.mismatch", [("hosts.2.nics.0.qos", {"trust": "pcp"})]),
+    ("trust.mismatch", [("qos.trust", "pcp")]),  # PCP everywhere, but NCCL's SL 0 is priority 0
     ("ecn.disabled", [("switches.2.qos", {"ecn_enabled": False})]),
     ("ecn.thresholds", [("switches.0.qos", {"ecn": {"kmin": "2MB", "kmax": "1MB"}})]),
     ("ecn.after-pfc", [("switches.0.asic", {"model": "spectrum4", "xoff_threshold": "1MB"})]),

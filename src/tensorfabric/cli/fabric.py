@@ -61,21 +61,27 @@ def schema_cmd() -> int:
 
 
 @cli.command("headroom")
-@click.option("--speed", type=RATE, required=True, help="Link speed, e.g. 400G.")
-@click.option("--cable", type=LENGTH, required=True, help="Cable length, e.g. 5m.")
+@click.option("--speed", type=RATE, default=None, help="Link speed, e.g. 400G.")
+@click.option("--cable", type=LENGTH, default=None, help="Cable length, e.g. 5m.")
 @click.option("--mtu", type=click.IntRange(68, 65536), default=9100, show_default=True, help="Port MTU in bytes.")
 @click.option("--model", type=click.Choice(_MODELS), default="sonic", show_default=True)
 @click.option("--asic", type=click.Choice(_ASICS), default="spectrum4", show_default=True,
               help="Switch ASIC constants (sonic model).")
 @click.option("--medium", type=click.Choice(("copper", "fiber")), default="fiber", show_default=True,
               help="Cable medium (ieee model).")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Instead of one link: every cabled port of this spec, with the model its device uses.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output.")
 @click.option("--explain", is_flag=True, help="Show every term of the sum.")
-def headroom_cmd(speed: float, cable: float, mtu: int, model: str, asic: str, medium: str, as_json: bool,
-                 explain: bool) -> int:
-    """PFC headroom (xoff, xon, size in bytes) for one lossless priority group."""
+def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, medium: str,
+                 spec_path: Path | None, as_json: bool, explain: bool) -> int:
+    """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
     from tensorfabric.fabric.headroom import compute_headroom
 
+    if spec_path is not None:
+        return _spec_headroom(spec_path, as_json)
+    if speed is None or cable is None:
+        raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --spec FILE")
     options = {"medium": medium} if model == "ieee" else {}
     result = compute_headroom(speed, cable, mtu, model, asic, **options)
     if as_json:
@@ -94,6 +100,36 @@ def headroom_cmd(speed: float, cable: float, mtu: int, model: str, asic: str, me
         for term in result.terms:
             table.add_row(term.name, f"{term.value:,.1f}".rstrip("0").rstrip("."), term.unit, term.formula)
         con.print(table)
+    return 0
+
+
+def _spec_headroom(spec_path: Path, as_json: bool) -> int:
+    from rich.table import Table
+
+    from tensorfabric.fabric.headroom import headroom_for_port
+    from tensorfabric.fabric.spec import load_spec
+
+    spec = load_spec(spec_path)
+    ports = []
+    for link in spec.links:
+        for end in (link.a, link.b):
+            configured = headroom_for_port(spec, end)
+            needed = headroom_for_port(spec, end, configured=False)
+            if configured is not None and needed is not None:
+                ports.append((end, configured, needed))
+    if as_json:
+        emit_json({"ports": [
+            {"port": end, "peer": spec.peer_of(end), "model": r.model, "speed_bps": r.speed_bps, "cable_m": r.cable_m,
+             "mtu": r.mtu, "xoff_bytes": r.xoff_bytes, "xon_bytes": r.xon_bytes, "size_bytes": r.size_bytes,
+             "needed_xoff_bytes": need.xoff_bytes} for end, r, need in ports]})
+        return 0
+    table = Table(title=f"headroom per port: {spec.name}")
+    for col in ("port", "model", "speed", "cable", "mtu", "xoff", "xon", "size"):
+        table.add_column(col, justify="left" if col in ("port", "model") else "right")
+    for end, r, _ in ports:
+        table.add_row(end, r.model, f"{r.speed_bps / 1e9:g}G", f"{r.cable_m:g}m", str(r.mtu), str(r.xoff_bytes),
+                      str(r.xon_bytes), str(r.size_bytes))
+    console().print(table)
     return 0
 
 

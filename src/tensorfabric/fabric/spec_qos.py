@@ -94,6 +94,8 @@ class NcclPlan(SpecModel):
     tc: int | None = Field(default=None, ge=0, le=255)
     """NCCL_IB_TC; ``None`` = the RoCE DSCP << 2 with ECT(0) (106 for DSCP 26)."""
     gid_index: int | None = Field(default=None, ge=0, le=255)
+    sl: int | None = Field(default=None, ge=0, le=15)
+    """NCCL_IB_SL; with PCP trust its low 3 bits are the packet's priority."""
     ib_hca: str | None = None
     cross_nic: Literal[0, 1, 2] | None = None
 

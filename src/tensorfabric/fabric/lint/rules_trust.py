@@ -31,3 +31,24 @@ def check(ctx: LintContext) -> Iterator[Finding]:
         if a is not None and b is not None and a != b:
             yield finding(RULE, subject, f"{left.endpoint} trusts {a}, {right.endpoint} trusts {b}",
                           {left.endpoint: a, right.endpoint: b}, f"trust {planned} on both ends")
+    if planned == "pcp":
+        yield from _pcp_service_level(ctx)
+
+
+def _pcp_service_level(ctx: LintContext) -> Iterator[Finding]:
+    # Under PCP trust the 802.1p priority comes from the verbs SL (mlx5: eth_prio = sl & 7), so NCCL's SL
+    # must name the lossless priority; the default SL 0 lands on priority 0.
+    lossless = set(ctx.plan.lossless_priorities)
+    for dev in ctx.devices.values():
+        if dev.kind != "host" or not dev.nccl_env:
+            continue
+        raw = dev.nccl_env.get("NCCL_IB_SL", "0")
+        try:
+            prio = int(raw, 0) & 7
+        except ValueError:
+            prio = -1
+        if prio not in lossless:
+            yield finding(RULE, f"host {dev.device} NCCL", f"trust is PCP but NCCL_IB_SL={raw} puts NCCL on priority "
+                          f"{prio if prio >= 0 else '?'}, not a lossless one {sorted(lossless)}",
+                          {"NCCL_IB_SL": raw, "lossless_priorities": sorted(lossless)},
+                          f"export NCCL_IB_SL={min(lossless)} (or trust DSCP)")

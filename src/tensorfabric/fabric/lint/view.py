@@ -185,6 +185,8 @@ def _host(spec: FabricSpec, host: HostSpec) -> tuple[Deployed, dict[str, HostExt
         env["NCCL_IB_GID_INDEX"] = str(nccl.gid_index)
     if nccl.ib_hca is not None:
         env["NCCL_IB_HCA"] = nccl.ib_hca
+    if nccl.sl is not None:
+        env["NCCL_IB_SL"] = str(nccl.sl)
     if nccl.cross_nic is not None:
         env["NCCL_CROSS_NIC"] = str(nccl.cross_nic)
     record = Deployed(device=host.name, kind="host", format="spec", source=f"spec host {host.name}",
