@@ -85,14 +85,18 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     _exchange(group, "all_reduce", recv, send, gather=False)
     partial = torch.zeros(chunk, dtype=torch.float32, device=t.device)
     for i in range(n):
-        partial += codec.decode(recv[i * enc:(i + 1) * enc], chunk)
+        codec.decode_add_(recv[i * enc:(i + 1) * enc], chunk, partial)
     if op == "avg":
         partial /= n
     mine = codec.encode(partial)
     gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
     _exchange(group, "all_reduce", gathered, mine, gather=True)
-    result = torch.cat([codec.decode(gathered[i * enc:(i + 1) * enc], chunk) for i in range(n)])
-    t.copy_(result[:numel].view(t.shape))
+    direct = t.dtype == torch.float32 and t.is_contiguous() and padded == numel
+    result = t.view(-1) if direct else torch.empty(padded, dtype=torch.float32, device=t.device)
+    for i in range(n):
+        codec.decode_into(gathered[i * enc:(i + 1) * enc], chunk, result[i * chunk:(i + 1) * chunk])
+    if not direct:
+        t.copy_(result[:numel].view(t.shape))
     return codec.encoded_nbytes(padded)
 
 
@@ -110,8 +114,13 @@ def compressed_all_gather(group: Group, t: torch.Tensor, codec: BlockCodec) -> t
     enc = mine.numel()
     gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
     _exchange(group, "all_gather", gathered, mine, gather=True)
-    parts = [codec.decode(gathered[i * enc:(i + 1) * enc], padded)[:numel].view(t.shape) for i in range(n)]
-    return torch.cat(parts).to(t.dtype), n * enc
+    out = torch.empty((n * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
+    rows = out.view(n, numel)
+    scratch = torch.empty(padded, dtype=torch.float32, device=t.device)
+    for i in range(n):
+        codec.decode_into(gathered[i * enc:(i + 1) * enc], padded, scratch)
+        rows[i].copy_(scratch[:numel])
+    return out, n * enc
 
 
 def error_bound_all_reduce(inputs: list[torch.Tensor], codec: BlockCodec, nranks: int, op: str = "sum",

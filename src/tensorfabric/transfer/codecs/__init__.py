@@ -6,7 +6,10 @@ turns a flat float32 tensor whose length is a multiple of its block into one fla
 collective moves both, and the wire size is exactly ``encoded_nbytes(numel)``.
 
 Error model: for an element in a block whose largest magnitude is ``M``, ``|decode(encode(x)) - x| <= u * M``
-where ``u = codec.unit_error`` (int8 1/254, int4 1/14, fp8-e4m3 1/16 + 2**-19/448, none 0). The derivations
+where ``u = codec.unit_error`` (int8 1/254, int4 1/14, fp8-e4m3 1/16 + 2**-19/448, none 0). Blocks whose
+scale ``M/qmax`` falls below the smallest float32 normal (``M < qmax * 2**-126``, about 1e-36) encode as zero,
+so their error is ``M`` itself -- an absolute floor of ``qmax * 2**-126`` that only denormal data ever meets.
+NaN and infinity are not supported (a block holding one decodes to NaN). The derivations
 are in each codec's docstring; the collective bounds built on them are in
 :mod:`tensorfabric.transfer.compressed`.
 """

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 __all__ = ["BlockCodec"]
 
 _SCALE_BYTES = 4  # one float32 scale per block
+_TINY = 2.0**-126  # smallest normal float32
 
 
 class BlockCodec:
@@ -24,6 +25,7 @@ class BlockCodec:
 
     def __init__(self, block: int = 64) -> None:
         self.block = block
+        self._ws: torch.Tensor | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(block={self.block})"
@@ -41,34 +43,71 @@ class BlockCodec:
         assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
         return self.payload_nbytes(numel) + numel // self.block * _SCALE_BYTES
 
+    def _workspace(self, numel: int, device: torch.device) -> torch.Tensor:
+        """A reused float32 scratch buffer: fresh multi-MiB tensors cost page faults on every call."""
+        import torch
+
+        ws = self._ws
+        if ws is None or ws.numel() < numel or ws.device != device:
+            ws = self._ws = torch.empty(numel, dtype=torch.float32, device=device)
+        return ws[:numel]
+
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Flat float32 ``x`` (length a multiple of ``block``) -> flat uint8 ``[payload | scales]``."""
         import torch
 
+        numel = x.numel()
         blocks = x.reshape(-1, self.block)
-        absmax = blocks.abs().amax(dim=1, keepdim=True)
+        # amax/amin instead of abs().amax(): two reductions, no full-size temporary.
+        absmax = torch.maximum(blocks.amax(dim=1, keepdim=True), blocks.amin(dim=1, keepdim=True).neg())
         scales = absmax / self.qmax
-        # An all-zero block has scale 0; dividing by 1 instead keeps its levels at exactly 0.
-        safe = torch.where(scales > 0, scales, torch.ones_like(scales))
-        payload = self._quantize(blocks / safe)
-        return torch.cat([payload.reshape(-1), scales.reshape(-1).view(torch.uint8)])
+        # Multiply by the inverse (cheaper than dividing). A scale below the smallest float32 normal would
+        # make the inverse overflow, so such blocks (absmax < qmax * 2**-126) and all-zero blocks encode as 0.
+        usable = scales >= _TINY
+        inv = torch.where(usable, 1.0 / scales, 0.0)
+        scaled = torch.mul(blocks, inv, out=self._workspace(numel, x.device).view(-1, self.block))
+        out = torch.empty(self.encoded_nbytes(numel), dtype=torch.uint8, device=x.device)
+        split = self.payload_nbytes(numel)
+        self._quantize_into(scaled, out[:split])
+        # Copied as bytes: the scales section need not be 4-byte aligned (e.g. block 2 of int8).
+        out[split:].copy_(torch.where(usable, scales, 0.0).reshape(-1).view(torch.uint8))
+        return out
+
+    def _scales(self, data: torch.Tensor, numel: int) -> torch.Tensor:
+        import torch
+
+        raw = data[self.payload_nbytes(numel):]
+        if raw.storage_offset() % _SCALE_BYTES:
+            raw = raw.clone()  # a float32 view needs 4-byte alignment (odd payload sizes, chunk slices)
+        return raw.view(torch.float32).reshape(-1, 1)
 
     def decode(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         """Inverse of :meth:`encode`: flat uint8 -> flat float32 of ``numel`` elements."""
         import torch
 
-        split = self.payload_nbytes(numel)
-        raw = data[split:]
-        if raw.storage_offset() % _SCALE_BYTES:
-            raw = raw.clone()  # a float32 view needs 4-byte alignment (odd payload sizes, chunk slices)
-        scales = raw.view(torch.float32).reshape(-1, 1)
-        levels = self._dequantize(data[:split], numel).reshape(-1, self.block)
-        return (levels * scales).reshape(-1)
+        out = torch.empty(numel, dtype=torch.float32, device=data.device)
+        self.decode_into(data, numel, out)
+        return out
 
-    def _quantize(self, scaled: torch.Tensor) -> torch.Tensor:
-        """Scaled values in [-qmax, qmax] (rows of ``block``) -> uint8 payload."""
-        raise AssertionError(f"{type(self).__name__} must define _quantize")
+    def decode_into(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        """Decode into the float32 tensor ``out`` (``numel`` contiguous elements) without allocating."""
+        out2d = out.view(-1, self.block)
+        out2d.copy_(self._levels(data[:self.payload_nbytes(numel)], numel).reshape(-1, self.block))
+        out2d.mul_(self._scales(data, numel))
 
-    def _dequantize(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
-        """uint8 payload -> float32 levels in scaled units."""
-        raise AssertionError(f"{type(self).__name__} must define _dequantize")
+    def decode_add_(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        """``out += decode(data)`` in float32 (the all_reduce accumulation)."""
+        import torch
+
+        levels = self._levels(data[:self.payload_nbytes(numel)], numel).reshape(-1, self.block)
+        if levels.dtype != torch.int8:  # addcmul_ promotes int8 but not every level type
+            levels = self._workspace(numel, data.device).view(-1, self.block).copy_(levels)
+        out.view(-1, self.block).addcmul_(levels, self._scales(data, numel))
+
+    def _quantize_into(self, scaled: torch.Tensor, payload: torch.Tensor) -> None:
+        """Scaled values in [-qmax, qmax] (rows of ``block``, may be modified) -> the uint8 ``payload``."""
+        raise AssertionError(f"{type(self).__name__} must define _quantize_into")
+
+    def _levels(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
+        """uint8 payload -> levels in scaled units (a dtype ``copy_`` and ``addcmul_`` accept)."""
+        raise AssertionError(f"{type(self).__name__} must define _levels")

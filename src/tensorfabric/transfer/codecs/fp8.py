@@ -28,12 +28,13 @@ class Fp8Codec(BlockCodec):
     qmax: ClassVar[float] = _E4M3_MAX
     unit_error: ClassVar[float] = 1.0 / 16.0 + 2.0**-10 / _E4M3_MAX
 
-    def _quantize(self, scaled: torch.Tensor) -> torch.Tensor:
+    def _quantize_into(self, scaled: torch.Tensor, payload: torch.Tensor) -> None:
         import torch
 
-        return scaled.clamp(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8)
+        # Clamp: e4m3fn has no infinity, and a value rounding past 448 would become NaN.
+        payload.view(torch.float8_e4m3fn).copy_(scaled.clamp_(-_E4M3_MAX, _E4M3_MAX).reshape(-1))
 
-    def _dequantize(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
+    def _levels(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
         import torch
 
         return payload.view(torch.float8_e4m3fn).to(torch.float32)

@@ -22,19 +22,17 @@ class Int4Codec(BlockCodec):
     qmax: ClassVar[float] = 7.0
     unit_error: ClassVar[float] = 1.0 / 14.0
 
-    def _quantize(self, scaled: torch.Tensor) -> torch.Tensor:
+    def _quantize_into(self, scaled: torch.Tensor, payload: torch.Tensor) -> None:
         import torch
 
-        nibbles = (scaled.round().clamp_(-7, 7) + 8).to(torch.uint8).reshape(-1)
-        return nibbles[0::2] | (nibbles[1::2] << 4)
+        nibbles = scaled.round_().add_(8).to(torch.uint8).reshape(-1, 2)
+        torch.bitwise_or(nibbles[:, 0], nibbles[:, 1] << 4, out=payload)
 
-    def _dequantize(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
+    def _levels(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
         import torch
 
-        levels = torch.empty(numel, dtype=torch.float32, device=payload.device)
-        levels[0::2] = (payload & 0x0F).to(torch.float32)
-        levels[1::2] = (payload >> 4).to(torch.float32)
-        return levels.sub_(8.0)
+        pairs = torch.stack([payload & 0x0F, payload >> 4], dim=1).reshape(-1)
+        return pairs.view(torch.int8) - 8
 
 
 register("int4", Int4Codec)

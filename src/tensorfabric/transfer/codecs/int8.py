@@ -22,15 +22,16 @@ class Int8Codec(BlockCodec):
     qmax: ClassVar[float] = 127.0
     unit_error: ClassVar[float] = 1.0 / 254.0
 
-    def _quantize(self, scaled: torch.Tensor) -> torch.Tensor:
+    def _quantize_into(self, scaled: torch.Tensor, payload: torch.Tensor) -> None:
         import torch
 
-        return scaled.round().clamp_(-127, 127).to(torch.int8).view(torch.uint8)
+        # |scaled| <= 127 * (1 + 2**-23), so rounding alone stays within int8's -127..127; no clamp pass.
+        payload.view(torch.int8).copy_(scaled.round_().reshape(-1))
 
-    def _dequantize(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
+    def _levels(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
         import torch
 
-        return payload.view(torch.int8).to(torch.float32)
+        return payload.view(torch.int8)
 
 
 register("int8", Int8Codec)

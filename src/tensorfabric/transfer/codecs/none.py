@@ -31,5 +31,11 @@ class NoneCodec(BlockCodec):
 
         return data[: numel * 4].clone().view(torch.float32)
 
+    def decode_into(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        out.copy_(self.decode(data, numel))
+
+    def decode_add_(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        out += self.decode(data, numel)
+
 
 register("none", NoneCodec)
