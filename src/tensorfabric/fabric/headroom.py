@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tensorfabric.errors import InputError
@@ -274,10 +274,6 @@ def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "s
     return MODELS[model](speed_bps, cable_m, mtu, buffer, **options)
 
 
-def with_shared_buffer(asic: AsicBuffer, shared_buffer_bytes: int) -> AsicBuffer:
-    return replace(asic, shared_buffer_bytes=shared_buffer_bytes)
-
-
 # NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
 NIC_MODELS: Mapping[str, str] = {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"}
 
@@ -292,20 +288,19 @@ def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = Tru
     if link is None:
         return None
     speed = spec.link_speed(link) or 0.0
-    cable = spec.configured_cable_m(endpoint) if configured else link.cable_length_m
+    cable = (spec.configured_cable_m(endpoint) if configured else None) or link.cable_length_m
     mtu = spec.port_mtu(endpoint)
     device, _, port = endpoint.partition(":")
     switch = spec.switch(device)
     if switch is not None:
-        return compute_headroom(speed, cable or link.cable_length_m, mtu, "sonic", switch.asic.buffer(),
-                                eight_lanes=switch.asic.eight_lanes,
+        return compute_headroom(speed, cable, mtu, "sonic", switch.asic.buffer(), eight_lanes=switch.asic.eight_lanes,
                                 shared_headroom_pool=switch.asic.shared_headroom_pool)
     host = spec.host(device)
     nic = host.nic(port) if host is not None else None
-    vendor = nic.vendor.lower() if nic is not None else ""
-    model = NIC_MODELS.get(vendor, "ieee")
-    return compute_headroom(speed, cable or link.cable_length_m, mtu, model, "spectrum4", medium=link.medium) \
-        if model == "ieee" else compute_headroom(speed, cable or link.cable_length_m, mtu, model)
+    model = NIC_MODELS.get(nic.vendor.lower() if nic is not None else "", "ieee")
+    if model == "ieee":
+        return compute_headroom(speed, cable, mtu, model, medium=link.medium)
+    return compute_headroom(speed, cable, mtu, model)
 
 
 def headroom_for_link(spec: FabricSpec, link: LinkSpec, *, configured: bool = True) -> dict[str, HeadroomResult]:

@@ -311,11 +311,9 @@ class FabricSpec(SpecModel):
         device, _, port = endpoint.partition(":")
         sw = self.switch(device)
         host = self.host(device)
-        configured: float | None = None
-        if sw is not None and sw.port(port) is not None:
-            configured = sw.port(port).cable_length_m  # type: ignore[union-attr]
-        elif host is not None and host.nic(port) is not None:
-            configured = host.nic(port).cable_length_m  # type: ignore[union-attr]
+        spec: SwitchPortSpec | NicSpec | None = sw.port(port) if sw is not None else (
+            host.nic(port) if host is not None else None)
+        configured = spec.cable_length_m if spec is not None else None
         link = self.link_at(endpoint)
         return configured if configured is not None else (link.cable_length_m if link else None)
 
