@@ -56,49 +56,77 @@ class NoCongestionControl:
 
 
 class PaperFluid:
-    """The fluid model's ODEs, explicit Euler at the engine's step, with delayed feedback p(t - tau*)."""
+    """The fluid model's ODEs, explicit Euler, with delayed feedback p(t - tau*).
+
+    The ODEs move on the 50-55 us timescale of their timers, so they are integrated every ``update_s``
+    (5 us, or every step if steps are longer) with the path marking probability averaged over the steps
+    in between; feedback delays are rounded up to whole updates.
+    """
 
     needs_path_probability = True
+    update_s = 5e-6
 
     def __init__(self, cfg: PaperDcqcn, line_bps: F64, fb_steps: I64, dt: float) -> None:
         n = line_bps.shape[0]
-        self.cfg, self.dt, self.line = cfg, dt, line_bps
+        self.cfg, self.line = cfg, line_bps
+        self.every = max(1, int(self.update_s / dt + 1e-9))
+        self.h = dt * self.every
         self.rc, self.rt = line_bps.copy(), line_bps.copy()
         self.alpha = np.ones(n)
         self.cnp_sent, self.cnp_handled = np.zeros(n), np.zeros(n)
-        self.fb = fb_steps
-        self.depth = int(fb_steps.max(initial=0)) + 1
+        fb = -(-fb_steps // self.every)  # ceil, in updates
+        self.depth = int(fb.max(initial=0)) + 1
+        self.uniform = bool((fb == fb[0]).all()) if n else True
+        self.fb = fb
+        self.fb0 = int(fb[0]) if n else 0
         self.hist_p = np.zeros((self.depth, n))
         self.hist_r = np.tile(line_bps, (self.depth, 1))
+        self.p_acc = np.zeros(n)
         self.idx = np.arange(n)
-        self.pkt_bits = 8 * cfg.packet_bytes
+        self.k = 0
         self.b_pk = cfg.byte_counter_bytes / cfg.packet_bytes
+        self.r_scale = 1.0 / (8 * cfg.packet_bytes)
+        self.g_rate = cfg.g / cfg.alpha_interval_s
+        self.inv_tau = 1.0 / cfg.cnp_interval_s
 
     def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
-        c, dt = self.cfg, self.dt
-        slot = t % self.depth
-        self.hist_p[slot] = p_path
+        self.p_acc += p_path
+        if (t + 1) % self.every:
+            return
+        c = self.cfg
+        slot = self.k % self.depth
+        self.hist_p[slot] = self.p_acc * (1.0 / self.every)
         self.hist_r[slot] = self.rc
-        back = (t - self.fb) % self.depth
-        p = np.minimum(np.maximum(self.hist_p[back, self.idx], 1e-12), 1 - 1e-9)
-        r = self.hist_r[back, self.idx] / self.pkt_bits
+        self.p_acc[:] = 0.0
+        if self.uniform:
+            back = (self.k - self.fb0) % self.depth
+            p_hat, r_hat = self.hist_p[back], self.hist_r[back]
+        else:
+            back_v = (self.k - self.fb) % self.depth
+            p_hat, r_hat = self.hist_p[back_v, self.idx], self.hist_r[back_v, self.idx]
+        self.k += 1
+        p = np.minimum(np.maximum(p_hat, 1e-12), 1 - 1e-9)
+        r = r_hat * self.r_scale  # packets per second
         lp = np.log1p(-p)
-        a = -np.expm1(c.cnp_interval_s * r * lp)
+        rlp = r * lp
+        blp = self.b_pk * lp
+        a = -np.expm1(c.cnp_interval_s * rlp)
         # Capping the exponent keeps (1-p)^-B finite; past e^700 the increase term is zero anyway.
-        b = p / np.expm1(np.minimum(-self.b_pk * lp, 700.0))
-        d = p / np.expm1(np.minimum(-c.timer_s * r * lp, 700.0))
-        cc = np.exp(c.fast_recovery_steps * self.b_pk * lp) * b
-        e = np.exp(c.fast_recovery_steps * c.timer_s * r * lp) * d
-        alpha_target = -np.expm1(c.alpha_interval_s * r * lp)
+        b = p / np.expm1(np.minimum(-blp, 700.0))
+        d = p / np.expm1(np.minimum(-c.timer_s * rlp, 700.0))
+        f = c.fast_recovery_steps
+        inc_ai = np.exp(f * blp) * b + np.exp((f * c.timer_s) * rlp) * d
+        alpha_target = -np.expm1(c.alpha_interval_s * rlp)
         gap = self.rt - self.rc
-        d_alpha = c.g / c.alpha_interval_s * (alpha_target - self.alpha)
-        d_rt = -gap / c.cnp_interval_s * a + c.rai_bps * r * (cc + e)
-        d_rc = -self.rc * self.alpha / (2 * c.cnp_interval_s) * a + gap / 2 * r * (b + d)
-        on = active * dt
+        decrease = a * self.inv_tau
+        d_alpha = self.g_rate * (alpha_target - self.alpha)
+        d_rt = c.rai_bps * r * inc_ai - gap * decrease
+        d_rc = gap * 0.5 * r * (b + d) - self.rc * self.alpha * 0.5 * decrease
+        on = active * self.h
         self.alpha += d_alpha * on
         self.rt = np.minimum(self.rt + d_rt * on, self.line)
         self.rc = np.minimum(np.maximum(self.rc + d_rc * on, c.min_rate_bps), self.rt)
-        cnps = a / c.cnp_interval_s * on
+        cnps = decrease * on
         self.cnp_sent += cnps
         self.cnp_handled += cnps
 
