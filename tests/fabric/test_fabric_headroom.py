@@ -174,3 +174,19 @@ def test_fuzz_only_input_errors(speed: float, cable: float, mtu: int, model: str
     except InputError:
         return
     assert r.xoff_bytes > 0 and r.size_bytes >= r.xoff_bytes
+
+
+def test_non_nvidia_nic_uses_the_generic_model() -> None:
+    import yaml
+
+    from tensorfabric.fabric.headroom import headroom_for_port
+    from tensorfabric.fabric.lint import lint
+    from tensorfabric.fabric.spec import parse_spec
+
+    data = yaml.safe_load((SPECS / "reference.yaml").read_text())
+    data["hosts"][0]["nics"][0]["vendor"] = "broadcom"
+    spec = parse_spec(data)
+    r = headroom_for_port(spec, "h1:eth0")
+    assert r is not None and r.model == "ieee"
+    assert r.xoff_bytes == compute_headroom(400e9, 3, 9000, "ieee", medium="copper").xoff_bytes
+    assert lint(spec) == []
