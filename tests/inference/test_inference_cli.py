@@ -44,14 +44,27 @@ def test_run_json_single_rank(tiny: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_run_default_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """The embedded default (what ``make demo`` runs): tiny model made in the cache, tp=2 on two ranks."""
+    """The embedded default (what ``make demo`` runs): tiny model made in the cache, tp=2 on two Gloo ranks;
+    here in bfloat16 with the int8 codec on every TP all-reduce, so one spawn also covers both."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(key, raising=False)
-    assert main(["run", "--max-new-tokens", "8"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--max-new-tokens", "8", "--dtype", "bfloat16", "--comm-codec", "int8",
+                 "--comm-codec-decode", "--ignore-eos", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert RUN_KEYS <= report.keys() and report["tp"] == 2 and report["transport"] == "gloo/tcp"
+    reduce = report["comm"]["all_reduce"]
+    assert "int8" in reduce["codecs"] and reduce["wire_bytes"] < reduce["bytes"]
+    assert len(report["token_ids"]) == 8 and (tmp_path / "tensorfabric").is_dir()
+
+
+def test_run_human_report(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["run", "--model", str(tiny), "--tp", "1", "--prompt", "a", "--prompt", "bcd",
+                 "--max-new-tokens", "4"]) == 0
     out = capsys.readouterr().out
-    assert "time to first token" in out and "all_reduce" in out and "gloo/tcp" in out
-    assert (tmp_path / "tensorfabric").is_dir()
+    assert "time to first token" in out and "decode latency per token: p50" in out and "transport=local" in out
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -41,7 +41,8 @@ def test_qwen2_has_qkv_bias_and_round_trips() -> None:
 @pytest.mark.parametrize(("change", "needle"), [
     ({"model_type": "gpt2"}, "not a Llama-family"),
     ({"hidden_act": "gelu"}, "hidden_act"),
-    ({"num_attention_heads": 3}, "multiple of num_key_value_heads"),
+    ({"num_key_value_heads": 3}, "multiple of num_key_value_heads"),
+    ({"head_dim": 15}, "positive even integer"),
     ({"vocab_size": -1}, "vocab_size"),
     ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "yarn"),
     ({"model_type": "mistral", "sliding_window": 4096}, "sliding-window"),

@@ -54,17 +54,6 @@ def test_sharded_greedy_tokens_equal_unsharded(base: RunConfig, reference: RankR
     assert results[0].transport == "gloo/tcp"
 
 
-def test_int8_prefill_codec_and_bf16(base: RunConfig, reference: RankResult) -> None:
-    cfg = replace(base, tp=2, codec="int8", dtype="bfloat16", prompts=PROMPTS[:1])
-    results = spawn(rank_entry, 2, args=(cfg,), timeout_s=120)
-    assert results[0].token_ids == results[1].token_ids
-    stats = results[0].comm["all_reduce"]
-    assert "int8" in stats["codecs"] and stats["wire_bytes"] < stats["bytes"]
-    # bf16 + int8 activations still track float32 closely on the first token (documented tolerance 0.25).
-    first = results[0].logits[0][0] - reference.logits[0][0]
-    assert first.abs().max().item() <= 0.25
-
-
 def test_world_size_mismatch_fails_fast_on_every_rank(base: RunConfig) -> None:
     with pytest.raises(SpawnError) as info:
         spawn(rank_entry, 2, args=(replace(base, tp=1, pp=1),), timeout_s=60, grace_s=5)

@@ -156,6 +156,8 @@ def _config_from_dict(raw: Any, source: str) -> ModelConfig:
     hidden = _int(raw, "hidden_size", source)
     kv_heads = _int(raw, "num_key_value_heads", source, heads)
     head_dim = raw.get("head_dim") or hidden // heads
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
+        raise ParseError(f"head_dim: {head_dim!r} must be a positive even integer (rotary pairs)", source=source)
     if heads % kv_heads:
         raise InputError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
     eos = raw.get("eos_token_id")
