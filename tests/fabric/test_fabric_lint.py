@@ -42,15 +42,18 @@ MUTATIONS: list[tuple[str, list[tuple[str, Any]]]] = [
     ("pfc.too-many-lossless", [("qos.lossless_priorities", [3, 4, 5])]),
     ("cnp.not-strict", [("switches.1.qos", {"strict_priorities": []})]),
     ("cnp.class-mismatch", [("hosts.0.nics.0.qos", {"cnp_priority": 7})]),
+    ("cnp.class-mismatch", [("qos.cnp.priority", 3)]),  # CNPs share the lossless RoCE class
     ("trust.mismatch", [("hosts.2.nics.0.qos", {"trust": "pcp"})]),
     ("trust.mismatch", [("qos.trust", "pcp")]),  # PCP everywhere, but NCCL's SL 0 is priority 0
     ("ecn.disabled", [("switches.2.qos", {"ecn_enabled": False})]),
+    ("ecn.disabled", [("hosts.1.nics.0.qos", {"ecn_enabled": False})]),  # DCQCN off on a NIC
     ("ecn.thresholds", [("switches.0.qos", {"ecn": {"kmin": "2MB", "kmax": "1MB"}})]),
     ("ecn.after-pfc", [("switches.0.asic", {"model": "spectrum4", "xoff_threshold": "1MB"})]),
     ("headroom.too-small", [("hosts.3.nics.0.cable_length", "1m")]),
     ("headroom.too-small", [("switches.0.ports",
                              ["Ethernet[4-28:4]", {"name": "Ethernet0", "headroom_xoff": "50KB"}])]),
     ("mtu.mismatch", [("switches.3.qos", {"mtu": 9100})]),
+    ("mtu.mismatch", [("switches.0.ports", ["Ethernet[4-28:4]", {"name": "Ethernet0", "mtu": 4200}])]),
     ("mtu.roce-too-small", [("hosts.1.nics.0.mtu", 4000)]),
     ("nccl.tc-not-lossless", [("hosts.0.nccl", {"tc": 0})]),
     ("nccl.gid-index-pinned", [("qos.nccl", {"tc": 106, "gid_index": 3})]),
@@ -150,6 +153,16 @@ def test_ring_has_cyclic_dependency() -> None:
     findings = lint(spec)
     assert {f.rule for f in findings} == {"routing.not-up-down"}
     assert any("cycle" in f.evidence for f in findings)
+
+
+def test_pfc_trigger_from_buffer_model() -> None:
+    from tensorfabric.fabric.spec import AsicSpec
+
+    # alpha = 2**dynamic_th; one congested PG may take alpha/(1+alpha) of the shared pool
+    assert AsicSpec(model="spectrum4", shared_buffer=64 * 2**20).pfc_trigger_bytes() == 32 * 2**20
+    assert AsicSpec(model="spectrum4", shared_buffer=60 * 2**20, dynamic_th=1).pfc_trigger_bytes() == 40 * 2**20
+    assert AsicSpec(model="spectrum4", shared_buffer=64 * 2**20, xoff_threshold=10**6).pfc_trigger_bytes() == 10**6
+    assert AsicSpec().pfc_trigger_bytes() is None
 
 
 def test_spec_view_matches_deployed_vocabulary() -> None:
