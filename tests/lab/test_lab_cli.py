@@ -87,3 +87,14 @@ def test_leafspine_up_via_cli(state_dir: Path, capsys: pytest.CaptureFixture[str
     assert [s["name"] for s in status["switches"]] == ["leaf0", "leaf1", "spine0", "spine1"]
     assert all(end["mtu"] == 9000 for link in status["links"] for end in link["ends"])
     assert main(["lab", "down", "tclils"]) == 0
+
+
+def test_down_all_with_prefix(state_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("tclia", "tclib"):
+        assert main(["lab", "up", "--name", name, "--hosts", "1", "--rate", "1gbit"]) == 0
+    capsys.readouterr()
+    # --prefix keeps this test away from any other lab on the machine
+    assert main(["lab", "down", "--all", "--prefix", "tcli"]) == 0
+    assert capsys.readouterr().out.startswith("removed 4 namespace(s)")
+    assert _ours() == []
+    assert main(["lab", "down", "tclia", "--prefix", "x"]) == 2

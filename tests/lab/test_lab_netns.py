@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,17 @@ def test_status_of_a_removed_lab_does_not_resurrect_it(state_dir: Path, leftover
     assert "tf-tghost-h0" not in Netlink().list_netns()
     lab.down()
     leftovers.assert_clean("tghost")
+
+
+def test_down_all_removes_orphans_and_unreadable_labs_by_prefix(state_dir: Path, leftovers: Leftovers) -> None:
+    nl = Netlink()
+    nl.create_netns("tf-torphx-h0")  # a namespace no state file knows, as after a lost /run
+    Lab(hosts=1, rate="1gbit", name="torphy", state_dir=state_dir).up(persistent=True)
+    (state_dir / "torphy.json").write_text("{ not json")  # its state file got corrupted
+    young = down_all(state_dir=state_dir, prefix="torph")
+    assert young == [] and {"tf-torphx-h0", "tf-torphy-h0"} <= set(nl.list_netns())  # under a minute old
+    later = down_all(state_dir=state_dir, prefix="torph", clock=lambda: time.time() + 120)
+    assert sorted(later) == ["tf-torphx-h0", "tf-torphy-h0", "tf-torphy-sw0"]
+    assert list(state_dir.glob("*.json")) == []
+    leftovers.assert_clean("torphx")
+    leftovers.assert_clean("torphy")

@@ -44,15 +44,18 @@ def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None
 @cli.command("down")
 @click.argument("name", required=False)
 @click.option("--all", "all_", is_flag=True, help="Remove every stale lab (tf-* namespaces) instead of one.")
+@click.option("--prefix", default="", help="With --all: only labs whose name starts with this.")
 @click.option("--force", is_flag=True, help="With --all: also labs held by a running process.")
-def down_cmd(name: str | None, all_: bool, force: bool) -> int:
+def down_cmd(name: str | None, all_: bool, prefix: str, force: bool) -> int:
     """Remove lab NAME (exactly what its state file records), or with --all every stale lab."""
     from tensorfabric.errors import InputError
     from tensorfabric.lab import down_all, lab_down
 
     if all_ == (name is not None):
         raise InputError("lab down: give either a lab NAME or --all")
-    removed = down_all(include_owned=force) if all_ else lab_down(str(name))
+    if prefix and not all_:
+        raise InputError("lab down: --prefix only applies with --all")
+    removed = down_all(prefix=prefix, include_owned=force) if all_ else lab_down(str(name))
     click.echo(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
     return 0
 

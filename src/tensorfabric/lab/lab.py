@@ -295,29 +295,42 @@ def lab_down(name: str, *, state_dir: str | os.PathLike[str] | None = None,
 
 
 def down_all(*, state_dir: str | os.PathLike[str] | None = None, netlink: Netlink | None = None,
-             include_owned: bool = False, orphans: bool = True, clock: Callable[[], float] = time.time) -> list[str]:
-    """Remove stale labs: every CLI-made lab, every lab whose owner process is gone and (``orphans``) every
-    ``tf-`` namespace that no state file here accounts for, has no process in it and is over a minute old.
-    Labs held by a live process are kept unless ``include_owned``. Returns the namespaces removed."""
+             prefix: str = "", include_owned: bool = False, orphans: bool = True,
+             clock: Callable[[], float] = time.time) -> list[str]:
+    """Remove stale labs whose name starts with ``prefix``: every CLI-made lab, every lab whose owner
+    process is gone, and (``orphans``) every ``tf-<prefix>`` namespace that no readable state file here
+    accounts for, has no process in it and is over a minute old. Labs held by a live process are kept unless
+    ``include_owned``. Returns the namespaces removed."""
     from tensorfabric.lab.plan import NS_PREFIX
 
     check_privileges()
     nl = netlink or Netlink()
     store = StateStore(state_dir)
     removed: list[str] = []
+    unreadable: list[str] = []
     for name in store.names():
-        state = store.load(name)
+        if not name.startswith(prefix):
+            continue
+        try:
+            state = store.load(name)
+        except LabError:
+            unreadable.append(name)  # its namespaces, if any, are handled as orphans below
+            continue
         if state.owner is not None and state.owner.alive() and not include_owned:
             continue
         removed += lab_down(name, state_dir=state_dir, netlink=nl)
     if not orphans:
         return removed
-    known = [ns_prefix(n) for n in store.names()]
+    known = [ns_prefix(n) for n in store.names() if n not in unreadable]
     for ns in nl.list_netns():
-        if not ns.startswith(NS_PREFIX) or any(ns.startswith(p) for p in known):
+        if not ns.startswith(NS_PREFIX + prefix) or any(ns.startswith(p) for p in known):
             continue
         # A lab being built from another state directory is young or already has processes; leave it.
         if clock() - nl.netns_created(ns) > _ORPHAN_AGE_S and not nl.netns_pids([ns]).get(ns):
             nl.remove_netns(ns)
             removed.append(ns)
+    remaining = nl.list_netns()
+    for name in unreadable:
+        if not any(ns.startswith(ns_prefix(name)) for ns in remaining):
+            store.remove(name)
     return removed
