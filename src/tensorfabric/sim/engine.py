@@ -109,7 +109,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     dynamic = cfg.pfc.threshold == "dynamic"
     # Paused/XOFF time is counted in steps (cheaper per step) and scaled by dt when read.
     edge_drops, paused_n, xoff_n = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
-    on_n, off_n, qmax = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
+    on_n, off_n, qmax = net.forced_pause.astype(np.float64), np.zeros(n_e), np.zeros(n_e)  # a stuck NIC starts in XOFF
     edge_marks, edge_tx = np.zeros(n_e), np.zeros(n_e)
     shared_nic = np.bincount(net.src_nic_edge, minlength=n_e).max() > 1
     rec_every = max(1, n_steps // cfg.records)
@@ -244,7 +244,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             s_d.append(delivered.astype(np.float32))
         if snap_every and (t + 1) % snap_every == 0:
             snapshots.append({
-                "time": np.array([now + dt]), "edge_paused_s": paused_n * dt, "edge_xoff_s": xoff_n * dt,
+                "time": np.array([round((t + 1) * dt, 12)]), "edge_paused_s": paused_n * dt, "edge_xoff_s": xoff_n * dt,
                 "edge_on": on_n.copy(), "edge_off": off_n.copy(), "edge_drops": edge_drops.copy(),
                 "edge_marks": edge_marks.copy(), "edge_tx": edge_tx.copy(), "cnp_sent": rp.cnp_sent.copy(),
                 "cnp_handled": rp.cnp_handled.copy(), "marked": marked.copy(), "queue": q_post.copy(),
