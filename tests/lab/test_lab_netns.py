@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorfabric.errors import LabError
+from tensorfabric.errors import InputError, LabError
 from tensorfabric.lab import Lab, down_all
 from tensorfabric.lab.netlink import Netlink, check_privileges
 
@@ -180,3 +180,16 @@ def test_down_all_removes_orphans_and_unreadable_labs_by_prefix(state_dir: Path,
     assert list(state_dir.glob("*.json")) == []
     leftovers.assert_clean("torphx")
     leftovers.assert_clean("torphy")
+
+
+def test_generated_name_steps_over_a_dead_process_leftover(state_dir: Path, leftovers: Leftovers) -> None:
+    lab = Lab(hosts=1, rate="1gbit", state_dir=state_dir)
+    stale = lab.name
+    state_dir.mkdir(parents=True)
+    (state_dir / f"{stale}.json").write_text("{}")  # as a SIGKILLed process with the same pid would leave
+    with lab:
+        assert lab.name != stale and lab.address("h0") == "198.18.0.1"
+        assert f"tf-{lab.name}-h0" in Netlink().list_netns()
+    leftovers.assert_clean(lab.name)
+    with pytest.raises(InputError, match="already in use"):  # a name the user chose is never changed
+        Lab(hosts=1, rate="1gbit", name=stale, state_dir=state_dir).up()

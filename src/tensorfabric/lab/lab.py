@@ -20,6 +20,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = ["DEFAULT_MASTER_PORT", "Lab", "down_all", "lab_down", "rank_env"]
 
 DEFAULT_MASTER_PORT = 29500
 _ORPHAN_AGE_S = 60.0
+_AUTO_NAME_TRIES = 100
 _names = itertools.count()
 StepHook = Callable[[str], None]
 
@@ -67,6 +69,7 @@ class Lab:
         spec = LabSpec.create(name=name or _auto_name(), hosts=hosts, rate=rate, topology=topology, leaves=leaves,
                               spines=spines, uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
         self._init(spec, StateStore(state_dir), netlink or Netlink(), on_step)
+        self._auto_named = name is None
 
     @classmethod
     def from_spec(cls, spec: LabSpec, *, state_dir: str | os.PathLike[str] | None = None,
@@ -94,6 +97,7 @@ class Lab:
         self._on_step = on_step
         self._state: LabState | None = None
         self._procs: list[subprocess.Popen[Any]] = []
+        self._auto_named = False
 
     # lifecycle ------------------------------------------------------------------------------------------
     @property
@@ -111,12 +115,21 @@ class Lab:
     def up(self, *, persistent: bool = False) -> Lab:
         """Build the lab. ``persistent`` labs have no owner process (the CLI's ``lab up``)."""
         check_privileges()
-        taken = [ns for ns in self._nl.list_netns() if ns.startswith(ns_prefix(self.name))]
-        if taken:
-            raise InputError(f"lab name: {self.name!r} is already in use (namespaces {', '.join(taken)} exist); "
-                             f"pick another --name or run 'tensorfabric lab down {self.name}'")
         state = LabState(self.spec, owner=None if persistent else Owner.current())
-        self._store.claim(state)
+        for _ in range(_AUTO_NAME_TRIES):
+            try:
+                self._claim(state)
+                break
+            except InputError:
+                # A chosen name is the user's to fix; a generated one may collide with the leftovers of a
+                # killed process that had the same pid, so pick the next one.
+                if not self._auto_named:
+                    raise
+                self.spec = replace(self.spec, name=_auto_name())
+                self.plan = plan_lab(self.spec)
+                state = replace(state, spec=self.spec)
+        else:
+            raise LabError(f"no free lab name after {_AUTO_NAME_TRIES} tries; run 'tensorfabric lab down --all'")
         self._state = state
         try:
             self._build()
@@ -129,6 +142,13 @@ class Lab:
             raise
         self._save(phase="up")
         return self
+
+    def _claim(self, state: LabState) -> None:
+        taken = [ns for ns in self._nl.list_netns() if ns.startswith(ns_prefix(self.name))]
+        if taken:
+            raise InputError(f"lab name: {self.name!r} is already in use (namespaces {', '.join(taken)} exist); "
+                             f"pick another --name or run 'tensorfabric lab down {self.name}'")
+        self._store.claim(state)
 
     def __enter__(self) -> Lab:
         return self.up()
