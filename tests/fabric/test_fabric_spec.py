@@ -164,3 +164,19 @@ def test_fuzz_fields(path: str, value: Any) -> None:
     # whatever validates must also lint without crashing
     for finding in lint(spec):
         assert finding.rule and finding.subject
+
+
+_KEYS = st.sampled_from(["name", "nos", "speed", "ports", "nics", "netdev", "a", "b", "cable_length", "qos", "roce",
+                         "dscp", "priority", "asic", "model", "mtu", "ecn", "kmin", "kmax", "switches", "hosts"])
+_trees = st.recursive(_scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_KEYS, kids, max_size=4),
+                      max_leaves=12)
+
+
+@settings(max_examples=80)
+@given(st.dictionaries(st.sampled_from(["switches", "hosts", "links", "qos", "name"]), _trees, max_size=5))
+def test_fuzz_structures(data: dict[str, Any]) -> None:
+    try:
+        spec = parse_spec(data)
+    except (ParseError, InputError):
+        return
+    lint(spec)
