@@ -55,6 +55,15 @@ def test_deadlock_reports_the_cycle() -> None:
     assert cycle[0] == cycle[-1] and set(cycle) == {"leaf0", "spine0", "leaf1"}
 
 
+def test_deadlock_without_cabling_is_a_warning() -> None:
+    monitor = Monitor(limits=Thresholds())
+    for samples in trace("deadlock", polls=14, onset=9 * 15.0 + 1):
+        monitor.ingest(samples)
+    found = [a for a in monitor.alerts if a.detector == "deadlock"]
+    assert [a.severity for a in found] == ["warning"] and found[0].evidence["cycle"] == "unconfirmed"
+    assert found[0].evidence["devices"] == ["leaf0 prio 3", "leaf1 prio 3", "spine0 prio 3"]
+
+
 def test_deadlock_is_not_a_storm() -> None:
     """A storm tree has no cycle: with the cabling known the deadlock detector stays quiet."""
     first, _, _ = _first_poll("storm-tree", "deadlock")

@@ -66,11 +66,17 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     tx = {_where(labels) for labels, f in paused_fractions(window, "tx") if f >= limits.deadlock_fraction}
     held = [labels for labels in rx if _stuck(window, labels)]
     if not limits.links:
-        both = [k for k in held if _where(k) in tx]
-        if len(both) < 2:
+        # without cabling: devices held both ways (a stuck port paused by its peer, and a port pausing its own
+        # peer) and no storm root anywhere -- the same test the Prometheus rule makes
+        held_by = {(_where(k)[0], _where(k)[2]) for k in held}
+        pausing = {(host, prio) for host, _, prio in tx}
+        devices = sorted(held_by & pausing)
+        held_hosts = {host for host, _ in held_by}
+        roots = [h for h, _, _ in tx if h not in held_hosts]
+        if len(devices) < 2 or roots:
             return []
-        return [Alert("deadlock", "warning", f"{len(both)} ports paused both ways", window.end,
-                      {"ports": sorted(subject_of(k, "priority") for k in both), "cycle": "unconfirmed"},
+        return [Alert("deadlock", "warning", f"{len(devices)} devices held both ways", window.end,
+                      {"devices": [f"{h} prio {p}" for h, p in devices], "cycle": "unconfirmed"},
                       "Possible deadlock: give the cabling (monitor --links) to confirm a cycle; meanwhile "
                       "check for bounce routes and lossless flooding.")]
     peers: dict[tuple[str, str], tuple[str, str]] = {}

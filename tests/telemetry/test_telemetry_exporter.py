@@ -1,0 +1,98 @@
+"""The Prometheus exporter: exposition (golden), HTTP on loopback, faults that must not stop serving."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tensorfabric.errors import InputError
+from tensorfabric.telemetry.engine import Monitor
+from tensorfabric.telemetry.exporter import exported_names, parse_listen, render, serve
+from tensorfabric.telemetry.metrics import METRICS
+from tensorfabric.telemetry.sources import open_source
+from tensorfabric.telemetry.synth import trace
+
+from .conftest import free_port
+from .telemetry_support import FIXTURES, GOLDEN, ctx
+
+
+def _fixture_monitor() -> Monitor:
+    return Monitor([open_source(f"ethtool-file:{FIXTURES / 'ethtool_mlx5.txt'}@eth2", ctx()),
+                    open_source(f"rdma-json:{FIXTURES / 'rdma_statistic.json'}", ctx())])
+
+
+def test_exposition_matches_golden() -> None:
+    monitor = _fixture_monitor()
+    monitor.poll()
+    text = render(monitor).decode()
+    golden = GOLDEN / "exposition.txt"
+    assert text == golden.read_text(), "exposition changed; review and update tests/golden/telemetry/exposition.txt"
+
+
+def test_counters_are_typed_and_named_with_total() -> None:
+    monitor = _fixture_monitor()
+    monitor.poll()
+    text = render(monitor).decode()
+    assert "# TYPE roce_pfc_paused_seconds_total counter" in text
+    assert "# TYPE roce_pci_stalled_ratio gauge" in text
+    names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    assert names <= exported_names() | {n.removesuffix("_total") + "_created" for n in METRICS}
+    assert all(name in exported_names() for name in names if not name.endswith("_created"))
+
+
+def test_alerts_are_exported() -> None:
+    monitor = Monitor()
+    for samples in trace("loss", polls=14, onset=9 * 15.0 + 1):
+        monitor.ingest(samples)
+    text = render(monitor).decode()
+    assert ('tensorfabric_alert{detector="lossless-loss",severity="critical",'
+            'subject="h2 mlx5_0 1 prio 3 reason host_buffer"} 1.0') in text
+
+
+def test_http_exporter_on_loopback_keeps_serving_when_a_source_breaks(tmp_path: Path) -> None:
+    broken = tmp_path / "eth9.txt"
+    broken.write_text((FIXTURES / "ethtool_mlx5.txt").read_text())
+    monitor = Monitor([open_source(f"ethtool-file:{broken}", ctx()),
+                       open_source(f"rdma-json:{FIXTURES / 'rdma_statistic.json'}", ctx())])
+    lock = threading.Lock()
+    port = free_port()
+    server, _ = serve(monitor, "127.0.0.1", port, lock)
+    try:
+        with lock:
+            monitor.poll()
+        first = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert 'tensorfabric_source_up{source="ethtool-file:' in first and "roce_cnp_sent_total" in first
+        broken.write_text("ethtool: bad command line argument(s)\n")  # the file turns to garbage
+        with lock:
+            monitor.poll()
+        second = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert f'tensorfabric_source_up{{source="ethtool-file:{broken}"}} 0.0' in second
+        assert f'tensorfabric_source_errors_total{{source="ethtool-file:{broken}"}} 1.0' in second
+        assert 'roce_cnp_sent_total{device="mlx5_1",host="h0",port="1"} 20050.0' in second
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_poll_on_scrape_reads_fresh_values(tmp_path: Path) -> None:
+    path = tmp_path / "eth0.txt"
+    path.write_text("NIC statistics:\n     tx_prio3_pause: 5\n")
+    monitor = Monitor([open_source(f"ethtool-file:{path}", ctx())])
+    assert 'priority="3"} 5.0' in render(monitor, poll=True).decode()
+    path.write_text("NIC statistics:\n     tx_prio3_pause: 9\n")
+    assert 'priority="3"} 9.0' in render(monitor, poll=True).decode()
+
+
+@pytest.mark.parametrize("text", ["0.0.0.0:9108", "10.0.0.1:9108", "9108", "127.0.0.1:0", "127.0.0.1:http"])
+def test_listen_address_is_loopback_and_valid(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_listen(text)
+
+
+def test_listen_remote_needs_consent() -> None:
+    assert parse_listen("127.0.0.1:9108") == ("127.0.0.1", 9108)
+    assert parse_listen("[::1]:9108") == ("::1", 9108)
+    assert parse_listen("0.0.0.0:9108", allow_remote=True) == ("0.0.0.0", 9108)
