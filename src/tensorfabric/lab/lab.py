@@ -132,7 +132,8 @@ class Lab:
             raise LabError(f"no free lab name after {_AUTO_NAME_TRIES} tries; run 'tensorfabric lab down --all'")
         self._state = state
         try:
-            self._build()
+            with self._nl.session():
+                self._build()
         except BaseException as exc:
             try:
                 self.down()

@@ -55,10 +55,34 @@ def ip_command() -> str:
 
 
 class Netlink:
-    """Netlink operations on named namespaces. Instances are cheap; sockets open per call group."""
+    """Netlink operations on named namespaces.
+
+    A socket into a namespace costs pyroute2 a helper process (~40 ms), so inside :meth:`session` one socket
+    per namespace is kept and reused; outside it every call group opens and closes its own. Sockets never
+    outlive the session: an open socket would keep a removed namespace (and its veths) alive.
+    """
 
     def __init__(self, netns_dir: str = NETNS_DIR) -> None:
         self.netns_dir = netns_dir
+        self._sockets: dict[str, Any] | None = None
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Reuse one socket per namespace until the block ends (nested sessions share the outer one)."""
+        if self._sockets is not None:
+            yield
+            return
+        self._sockets = {}
+        try:
+            yield
+        finally:
+            sockets, self._sockets = self._sockets, None
+            for ipr in sockets.values():
+                ipr.close()
+
+    def _drop_socket(self, name: str) -> None:
+        if self._sockets is not None and name in self._sockets:
+            self._sockets.pop(name).close()
 
     # namespaces -------------------------------------------------------------------------------------
     def list_netns(self) -> list[str]:
@@ -80,6 +104,7 @@ class Netlink:
     def remove_netns(self, name: str) -> None:
         from pyroute2 import netns
 
+        self._drop_socket(name)
         try:
             netns.remove(name)
         except FileNotFoundError:
@@ -125,17 +150,23 @@ class Netlink:
         from pyroute2 import IPRoute
         from pyroute2.netlink.exceptions import NetlinkError
 
+        ipr = self._sockets.get(name) if self._sockets is not None else None
+        if ipr is None:
+            try:
+                # flags=0: pyroute2's default (O_CREAT) would silently create a missing namespace -- a status
+                # query on a half-removed lab must not resurrect it.
+                ipr = IPRoute(netns=name, flags=0)
+            except FileNotFoundError as exc:
+                raise LabError(f"network namespace {name!r} does not exist (was the lab taken down?)") from exc
+            if self._sockets is not None:
+                self._sockets[name] = ipr
         try:
-            # flags=0: pyroute2's default (O_CREAT) would silently create a missing namespace -- a status
-            # query on a half-removed lab must not resurrect it.
-            ipr = IPRoute(netns=name, flags=0)
-        except FileNotFoundError as exc:
-            raise LabError(f"network namespace {name!r} does not exist (was the lab taken down?)") from exc
-        try:
-            with ipr:
-                yield ipr
+            yield ipr
         except NetlinkError as exc:
             raise LabError(f"netlink error in namespace {name!r}: {exc}") from exc
+        finally:
+            if self._sockets is None:
+                ipr.close()
 
     # building blocks ---------------------------------------------------------------------------------
     def sysctl(self, ns: str, settings: Sequence[str]) -> None:
