@@ -71,3 +71,10 @@ def test_parsers_raise_only_input_error(text: str) -> None:
 @given(st.integers(min_value=1, max_value=2**50))
 def test_size_roundtrip_bytes(n: int) -> None:
     assert units.parse_size(str(n)) == n
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_rejected(value: float) -> None:
+    for parse in (units.parse_size, units.parse_rate, units.parse_duration, units.parse_length):
+        with pytest.raises(InputError, match="not finite"):
+            parse(value)

@@ -54,6 +54,8 @@ def _split(text: object, what: str, example: str) -> tuple[float, str]:
     if isinstance(text, bool):
         raise InputError(f"{what}: {text!r} is not a number; use a form such as {example}")
     if isinstance(text, int | float):
+        if not math.isfinite(text):
+            raise InputError(f"{what}: {text!r} is not finite; use a form such as {example}")
         return float(text), ""
     if not isinstance(text, str):
         raise InputError(f"{what}: {text!r} must be a string such as {example}")
