@@ -79,9 +79,10 @@ def host_mismatches(plan: HostPlan, got: Deployed) -> list[str]:
         check(f"{where} cnp dscp", nic.cnp_dscp, dp.cnp_dscp)
         check(f"{where} cnp priority", nic.cnp_priority, dp.cnp_priority)
         check(f"{where} ecn priorities", frozenset(nic.ecn_priorities), dp.ecn_priorities)
-        table = dp.dscp_to_priority or {}
-        check(f"{where} dscp map", {d: nic.dscp_to_priority.get(d, d >> 3) for d in range(64)},
-              {d: table.get(d) for d in range(64)})
+        if nic.trust == "dscp":
+            table = dp.dscp_to_priority or {}
+            check(f"{where} dscp map", {d: nic.dscp_to_priority.get(d, d >> 3) for d in range(64)},
+                  {d: table.get(d) for d in range(64)})
         if nic.cable_length_m is not None:
             check(f"{where} cable", float(math.ceil(nic.cable_length_m)), dp.cable_length_m)
         if nic.storm_prevention_ms:

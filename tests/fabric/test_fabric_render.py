@@ -148,7 +148,7 @@ def _host(plan: HostPlan, **changes: object) -> HostPlan:
     return replace(plan, **changes)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("netdev", ["eth0;reboot", "$(id)", "a b", "averyverylongname0", "", "eth0\n"])
+@pytest.mark.parametrize("netdev", ["eth0;reboot", "$(id)", "a b", "averyverylongname0", "", "eth0\n", "-f", "a/b"])
 def test_host_script_refuses_bad_interface_names(netdev: str) -> None:
     from dataclasses import replace
 

@@ -118,8 +118,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
             for item in w[3:w.index("to")]:
                 dscp[parse_int(item, where, what="dscp", lo=0, hi=63)] = tc
-        elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 6 and w[4] in ("tx-queue", "uc-tx-queue"):
-            queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[5], where, what="tx-queue",
+        elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"):
+            queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[6], where, what="tx-queue",
                                                                                         lo=0, hi=7)
         elif w[:2] == ["qos", "profile"] and len(w) == 3:
             qos = profiles.setdefault(w[2], _Qos())

@@ -49,7 +49,8 @@ class _Nic:
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # bash ends lines at "\n" only; str.splitlines would also split at U+2028 and friends inside quotes.
+    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
         if not pending:
             start = number
         if raw.rstrip().endswith("\\"):
@@ -141,12 +142,15 @@ def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[s
 
 
 def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
-    if words[1:3] == ["link", "set"] and "mtu" in words:
-        position = words.index("mtu")
-        if position + 1 >= len(words) or len(words) < 6:
-            raise where.error("expected 'ip link set dev IF mtu N'")
-        netdev = words[words.index("dev") + 1] if "dev" in words[:-1] else words[3]
-        nics.setdefault(netdev, _Nic()).mtu = parse_int(words[position + 1], where, what="mtu", lo=68, hi=65535)
+    if words[1:3] != ["link", "set"] or "mtu" not in words[3:]:
+        return
+    # ip link set [dev] IF ... mtu N: the name comes first, so a netdev called "mtu" still parses.
+    at = 4 if words[3] == "dev" else 3
+    rest = words[at + 1:]
+    if at >= len(words) or "mtu" not in rest or rest.index("mtu") + 1 >= len(rest):
+        raise where.error("expected 'ip link set dev IF mtu N'")
+    nics.setdefault(words[at], _Nic()).mtu = parse_int(rest[rest.index("mtu") + 1], where, what="mtu", lo=68,
+                                                       hi=65535)
 
 
 def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:

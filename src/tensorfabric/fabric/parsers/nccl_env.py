@@ -21,13 +21,14 @@ _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
-    return [(n, ln.strip()) for n, ln in enumerate(text.splitlines(), start=1)
+    return [(n, ln.strip()) for n, ln in enumerate(text.replace("\r\n", "\n").split("\n"), start=1)
             if ln.strip() and not ln.strip().startswith("#")]
 
 
 def sniff(text: str) -> bool:
+    # Last in the registry, so it may be permissive: NCCL variables and an assignment on the first line.
     lines = _lines(text)
-    return bool(lines) and all(_ASSIGN.match(ln) for _, ln in lines) and "NCCL_" in text
+    return bool(lines) and _ASSIGN.match(lines[0][1]) is not None and "NCCL_" in text
 
 
 def parse_env_lines(text: str, source: str) -> dict[str, str]:

@@ -33,8 +33,8 @@ SUFFIXES = (".nxos",)
 _MARKERS = ("class-map type qos", "policy-map type", "priority-flow-control mode", "system qos",
             "qos map cos-to-queue", "priority-flow-control watch-dog")
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
-_QUEUE_CLASS = re.compile(r"^c-out-8q-q(\d|-default)$")
-_NQ_CLASS = re.compile(r"^c-8q-nq(\d|-default)$")
+_QUEUE_CLASS = re.compile(r"^c-out-8q-q([0-7]|-default)$")
+_NQ_CLASS = re.compile(r"^c-8q-nq([0-7]|-default)$")
 
 
 def sniff(text: str) -> bool:
@@ -178,7 +178,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     iface_blocks: list[tuple[Block, list[str]]] = []
     for block in block_tree(text, source):
         _top(block, source, st, iface_blocks)
-    if not (st.classes or st.qos_policies or st.queuing or iface_blocks or st.cos_to_queue or st.wd_on is not None):
+    if not (st.classes or st.qos_policies or st.queuing or iface_blocks or st.cos_to_queue or st.wd_on is not None
+            or st.system_qos or st.system_queuing):
         raise Where(source).error("no NX-OS QoS, PFC or interface configuration found")
 
     def classify(policy: str | None, where: Where) -> tuple[dict[int, int] | None, Trust | None]:

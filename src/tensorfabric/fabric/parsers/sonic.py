@@ -25,7 +25,8 @@ __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
 
 FORMAT = "sonic"
 SUFFIXES = (".json",)
-_TABLES = ("DSCP_TO_TC_MAP", "PORT_QOS_MAP", "WRED_PROFILE", "BUFFER_PG", "PFC_WD", "PORT", "SCHEDULER")
+_TABLES = ("DSCP_TO_TC_MAP", "PORT_QOS_MAP", "WRED_PROFILE", "BUFFER_PG", "PFC_WD", "PORT", "SCHEDULER", "QUEUE",
+           "BUFFER_PROFILE", "CABLE_LENGTH", "TC_TO_QUEUE_MAP", "TC_TO_PRIORITY_GROUP_MAP", "DOT1P_TO_TC_MAP")
 
 
 def sniff(text: str) -> bool:

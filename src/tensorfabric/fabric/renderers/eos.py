@@ -25,8 +25,7 @@ def _profile(plan: SwitchPlan, name: str, ecn: EcnProfile, lossless: bool) -> li
     if lossless:
         out.append("   priority-flow-control on")
         out += [f"   priority-flow-control priority {p} no-drop" for p in plan.lossless]
-        if plan.watchdog.enabled:
-            out.append("   priority-flow-control pause watchdog")
+        out.append("   " + ("" if plan.watchdog.enabled else "no ") + "priority-flow-control pause watchdog")
     for queue in range(8):
         lines = []
         if queue in plan.strict:

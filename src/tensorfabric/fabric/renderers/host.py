@@ -22,16 +22,17 @@ __all__ = ["EXTENSION", "NCCL_CONF", "TARGET", "render"]
 TARGET = "host"
 EXTENSION = "sh"
 NCCL_CONF = "/etc/nccl.conf"
-_NETDEV = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
-_RDMA = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_HOST = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# No leading "-" (it would read as an option to mlnx_qos/ip/ethtool); no ":" or "/" (the kernel refuses them).
+_NETDEV = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
+_RDMA = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+_HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 def _name(value: str, pattern: re.Pattern[str], what: str) -> str:
     if not pattern.fullmatch(value) or value in (".", ".."):
-        raise InputError(f"{what}: {value!r} is not a valid name (letters, digits, _ . - ; Linux netdevs at most "
-                         "15 characters)")
+        raise InputError(f"{what}: {value!r} is not a valid name (letters, digits, _ . -, not starting with '-'; "
+                         "Linux netdevs at most 15 characters)")
     return shlex.quote(value)
 
 
@@ -44,7 +45,7 @@ def _num(value: int, lo: int, hi: int, what: str) -> str:
 def _env_line(name: str, value: str) -> str:
     if not _ENV_NAME.fullmatch(name):
         raise InputError(f"NCCL environment name {name!r} must look like NCCL_IB_TC")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if not value.isprintable():
         raise InputError(f"NCCL environment value of {name} holds control characters: {value!r}")
     return shlex.quote(f"{name}={value}")
 
@@ -56,7 +57,8 @@ def _nic(host: str, nic: NicPlan) -> list[str]:
            + f": {speed_label(nic.speed_bps)}{cable}, MTU {nic.mtu}",
            f"ip link set dev {dev} mtu {_num(nic.mtu, 576, 16384, 'mtu')}",
            f"mlnx_qos -i {dev} --trust {nic.trust}"]
-    for dscp, prio in sorted(nic.dscp_to_priority.items()):
+    # Under PCP trust the DSCP map is unused, and writing it could flip some mlnx_qos versions to DSCP trust.
+    for dscp, prio in sorted(nic.dscp_to_priority.items()) if nic.trust == "dscp" else ():
         out.append(f"mlnx_qos -i {dev} --dscp2prio set,{_num(dscp, 0, 63, 'dscp')},{_num(prio, 0, 7, 'priority')}")
     mask = ",".join("1" if p in nic.pfc else "0" for p in range(8))
     out.append(f"mlnx_qos -i {dev} --pfc {mask}")

@@ -86,7 +86,7 @@ def render(plan: SwitchPlan) -> str:
             out.append(f"{base} qos pfc profile {pfc_profiles[(port.cable_length_m, port.headroom)]}")
         if ecn_profiles.get(port.ecn, "default-global") != "default-global":
             out.append(f"{base} qos congestion-control profile {ecn_profiles[port.ecn]}")
-        if port.lossless and wd.enabled:
-            out.append(f"{base} qos pfc-watchdog")
+        if port.lossless:
+            out.append(f"{base} qos pfc-watchdog" + ("" if wd.enabled else " state disable"))
     out.append("nv config apply")
     return "\n".join(out) + "\n"

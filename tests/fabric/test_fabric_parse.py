@@ -1,0 +1,176 @@
+"""Deployed-config parsers on captured-style fixtures: what each format really says, and how bad input fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tensorfabric.errors import ParseError
+from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
+from tensorfabric.fabric.parsers import FORMATS, detect_format, parse_deployed, parse_text
+
+from .fabric_io_support import DEPLOYED
+
+
+def test_stock_sonic_maps_roce_dscp_to_a_lossy_tc() -> None:
+    d = parse_deployed(DEPLOYED / "stock-leaf.json")
+    assert (d.device, d.kind, d.format) == ("stock-leaf", "switch", "sonic")
+    port = d.port("Ethernet0")
+    # The AZURE map: DSCP 3/4 lossless, DSCP 26 (what NICs send) lands in TC 1, which has no PFC.
+    assert port.dscp_to_priority is not None and port.dscp_to_priority[26] == 1
+    assert port.dscp_to_priority[3] == 3 and port.dscp_to_priority[48] == 6
+    assert port.pfc_priorities == frozenset({3, 4})
+    assert port.trust == "dscp" and port.mtu == 9100 and port.speed_bps == 400e9
+    assert port.ecn == {3: EcnProfile(1048576, 2097152, 5.0, True), 4: EcnProfile(1048576, 2097152, 5.0, True)}
+    assert port.strict_queues == frozenset()  # AZURE has no strict queue for CNP
+    assert port.cable_length_m == 5.0 and d.port("Ethernet4").cable_length_m == 40.0
+    assert not port.headroom  # dynamic buffer model: profile NULL, so nothing static to read
+    assert port.watchdog == Watchdog(True, 200.0, 200.0, "drop", 200.0)
+    assert d.port("Ethernet4").watchdog == Watchdog(False, polling_ms=200.0)
+    assert d.priority_to_pg[3] == 3 and d.queue_weights[3] == 15
+
+
+def test_sonic_static_headroom_profile() -> None:
+    text = """{"BUFFER_PROFILE": {"pg_lossless_400000_5m_profile": {"pool": "ingress_lossless_pool",
+      "xon": "19456", "xoff": "231424", "size": "250880", "dynamic_th": "0"}},
+      "BUFFER_PG": {"Ethernet0|3": {"profile": "[BUFFER_PROFILE|pg_lossless_400000_5m_profile]"}}}"""
+    d = parse_text(text, source="sn5600.json")
+    assert d.port("Ethernet0").headroom == {3: Headroom(231424, 19456, 250880)}
+
+
+def test_mlnx_qos_output() -> None:
+    d = parse_deployed(DEPLOYED / "h1.eth0.mlnx_qos")
+    assert (d.device, d.kind, d.format) == ("h1", "host", "mlnx_qos")
+    nic = d.port("eth0")
+    assert nic.trust == "dscp" and nic.pfc_priorities == frozenset({3})
+    assert nic.dscp_to_priority is not None and nic.dscp_to_priority[26] == 3 and nic.dscp_to_priority[48] == 6
+    assert len(nic.dscp_to_priority) == 64
+    assert nic.cable_length_m == 7.0 and nic.strict_queues == frozenset({6})
+    assert d.priority_to_queue[0] == 1 and d.priority_to_queue[1] == 0
+
+
+def test_mlnx_qos_pcp_trust_without_pfc() -> None:
+    d = parse_deployed(DEPLOYED / "h2.eth0.mlnx_qos")
+    assert d.trust == "pcp" and d.pfc_priorities == frozenset() and d.dscp_to_priority == {}
+
+
+def test_nccl_conf_is_read_literally_and_env_files_as_shell() -> None:
+    conf = parse_deployed(DEPLOYED / "nccl.conf")
+    assert (conf.device, conf.format, dict(conf.nccl_env)) == (
+        "nccl", "nccl-env", {"NCCL_IB_TC": "106", "NCCL_IB_GID_INDEX": "3"})
+    env = parse_deployed(DEPLOYED / "h3.env")
+    assert dict(env.nccl_env) == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_IB_TC": "104",
+                                  "NCCL_SOCKET_IFNAME": "=eth0,eth1"}
+
+
+def test_nvue_roce_macro_and_interface_ranges() -> None:
+    d = parse_deployed(DEPLOYED / "cumulus-roce.nvue")
+    assert (d.device, d.format, d.trust) == ("leaf9", "nvue", "pcp,dscp")
+    assert d.dscp_to_priority == {26: 3, 48: 6}
+    assert d.pfc_priorities == frozenset({3}) and d.strict_queues == frozenset({6})
+    assert d.ecn == {3: EcnProfile(150000, 1500000, 100.0, True)}
+    assert [p.name for p in d.ports] == ["swp1", "swp2", "swp3", "swp4"]
+    assert d.port("swp4").mtu == 9216
+    assert d.port("swp1").watchdog == Watchdog(True, 300.0, 300.0, "drop", 100.0)
+    assert d.port("swp2").watchdog == Watchdog(False, polling_ms=100.0)
+
+
+def test_eos_profile_and_interface_overrides() -> None:
+    d = parse_deployed(DEPLOYED / "arista-roce.eos")
+    assert (d.device, d.format) == ("spine9", "eos")
+    assert d.dscp_to_priority == {24: 3, 26: 3, 48: 6} and d.priority_to_queue == {3: 3}
+    roce = d.port("Ethernet1/1")
+    assert roce.trust == "dscp" and roce.pfc_priorities == frozenset({3}) and roce.mtu == 9214
+    assert roce.ecn == {3: EcnProfile(150000, 1500000, 20.0, True)} and roce.strict_queues == frozenset({6})
+    assert roce.watchdog == Watchdog(False, 200.0, 400.0, "drop", 100.0)  # timers set, not switched on
+    other = d.port("Ethernet2/1")
+    assert other.trust == "pcp" and other.pfc_priorities == frozenset({4})
+
+
+def test_eos_refuses_thresholds_it_cannot_convert() -> None:
+    text = "qos profile P\n   uc-tx-queue 3\n      random-detect ecn minimum-threshold 2000 segments " \
+           "maximum-threshold 10000 segments max-mark-probability 20 weight 0\n"
+    with pytest.raises(ParseError, match="segments.*cannot be converted") as info:
+        parse_text(text, source="a.eos")
+    assert info.value.line == 3
+
+
+def test_the_issue_snippet_parses_as_nxos() -> None:
+    d = parse_deployed(DEPLOYED / "issue-snippet.nxos")
+    assert (d.device, d.format) == ("issue-snippet", "nxos")
+    assert d.priority_to_queue == {3: 3}
+    assert [p.name for p in d.ports][:2] == ["Ethernet1/1", "Ethernet1/2"] and len(d.ports) == 48
+    port = d.port("Ethernet1/48")
+    assert port.acl_in == "roce-acl"
+    # PFC "mode on" without a network-qos pause class: which priorities pause is not in this fragment.
+    assert port.pfc_priorities is None
+    assert d.watchdog is None and d.ecn == {}
+
+
+def test_doroce_style_host_script() -> None:
+    d = parse_deployed(DEPLOYED / "h4.sh")
+    assert (d.device, d.format) == ("h4", "host-script")
+    nic = d.port("ens1f0np0")
+    assert nic.trust == "dscp" and nic.pfc_priorities == frozenset({3}) and nic.ecn_priorities == frozenset({3})
+    assert nic.dscp_to_priority is not None and nic.dscp_to_priority[26] == 3
+    assert dict(d.nccl_env) == {"NCCL_IB_TC": "106", "NCCL_IB_GID_INDEX": "3"}
+
+
+@pytest.mark.parametrize(("name", "fmt"), [
+    ("stock-leaf.json", "sonic"), ("h1.eth0.mlnx_qos", "mlnx_qos"), ("nccl.conf", "nccl-env"), ("h3.env", "nccl-env"),
+    ("cumulus-roce.nvue", "nvue"), ("arista-roce.eos", "eos"), ("issue-snippet.nxos", "nxos"), ("h4.sh", "host-script"),
+])
+def test_format_detected_by_content_alone(name: str, fmt: str) -> None:
+    assert detect_format((DEPLOYED / name).read_text(), "unnamed") == fmt
+
+
+def test_explicit_format_and_device_override() -> None:
+    d = parse_text("NCCL_IB_TC=106\n", source="x.txt", fmt="nccl-env", device="h9")
+    assert d.device == "h9"
+    assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env"}
+
+
+@pytest.mark.parametrize(("text", "source", "message"), [
+    ("hello world\n", "mystery.txt", "cannot tell the format"),
+    ('{"PORT": ', "a.json", "not valid JSON"),
+    ('{"PORT": []}', "a.json", "must be an object of objects"),
+    ('{"PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "NOPE"}}}', "a.json", "which no map defines"),
+    ('{"PORT_QOS_MAP": {"Ethernet0": {"pfc_enable": "3,9"}}}', "a.json", "within 0..7"),
+    ('{"DSCP_TO_TC_MAP": {"M": {"64": "3"}}}', "a.json", "out of range"),
+    ('{"QUEUE": {"Ethernet0": {"scheduler": "s"}}}', "a.json", "must be 'PORT|QUEUE'"),
+    ("Priority trust state: dcsp\n", "h.txt", "must be 'dscp' or 'pcp'"),
+    ("PFC configuration:\n priority 0 1\n enabled 0 1 0\n", "h.txt", "eight 0/1 flags"),
+    ("nv set qos mapping default-global dscp 64 switch-priority 3\n", "a.nvue", "within 0..63"),
+    ("nv set qos mapping default-global trust maybe\n", "a.nvue", "trust 'maybe'"),
+    ("nv set qos pfc default-global switch-priority\n", "a.nvue", "needs a value"),
+    ("nv set interface swp1 link mtu 12\n", "a.nvue", "out of range"),
+    ("echo hi\nnv set system hostname x\n", "a.nvue", "starting with 'nv'"),
+    ("qos profile P\n   qos trust maybe\n", "a.eos", "must be 'dscp' or 'cos'"),
+    ("interface Ethernet1\n   service-profile MISSING\n", "a.eos", "not defined above"),
+    ("interface Ethernet9-2\n   service-profile P\n", "a.eos", "run upwards"),
+    ("system qos\n  service-policy type qos input NOPE\n", "a.nxos", "is not defined"),
+    ("policy-map type queuing Q\n  class type queuing c-out-8q-q9\n    priority level 1\n", "a.nxos",
+     "c-out-8q-q0..7"),
+    ("policy-map type bogus X\n", "a.nxos", "must be qos, network-qos or queuing"),
+    ("#!/bin/bash\nmlnx_qos -i eth0 --pfc 1,1\n", "h.sh", "eight comma-separated"),
+    ("#!/bin/bash\nmlnx_qos --trust dscp\n", "h.sh", "needs -i IF"),
+    ("#!/bin/bash\necho 9 > /sys/class/net/eth0/ecn/roce_np/enable/3\n", "h.sh", "out of range"),
+    ("#!/bin/bash\nmlnx_qos -i eth0 --trust 'dscp\n", "h.sh", "shell words"),
+    ("NCCL_IB_TC=106\nnot an assignment\n", "n.conf", "expected NAME=value"),
+    ("export NCCL_IB_TC=106\n", "n.conf", "literally"),
+    ("NCCL_IB_HCA=a b\n", "n.env", "must be one word"),
+])
+def test_bad_input_names_source_line_and_problem(text: str, source: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message) as info:
+        parse_text(text, source=source)
+    assert str(info.value).startswith(source)
+
+
+def test_unreadable_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(ParseError, match="cannot read"):
+        parse_deployed(tmp_path / "missing.json")
+    blob = tmp_path / "blob.json"
+    blob.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ParseError, match="not UTF-8"):
+        parse_deployed(blob)

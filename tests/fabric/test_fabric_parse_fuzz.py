@@ -1,0 +1,120 @@
+"""Hypothesis: parsers given random or mangled input fail only with ParseError; host scripts quote anything."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import lru_cache
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensorfabric.errors import InputError, ParseError
+from tensorfabric.fabric.parsers import FORMATS, parse_text
+from tensorfabric.fabric.renderers import render_fabric
+from tensorfabric.fabric.renderers.plan import host_plans
+from tensorfabric.fabric.spec import FabricSpec, load_spec
+
+from .fabric_io_support import DEPLOYED, SPECS
+
+_VOCAB = [
+    "nv", "set", "qos", "pfc", "default-global", "switch-priority", "mapping", "dscp", "trust", "interface", "swp1",
+    "swp1-4", "link", "mtu", "congestion-control", "traffic-class", "min-threshold", "ecn", "enable", "profile",
+    "pfc-watchdog", "robustness", "polling-interval", "roce", "hostname", "qos-group", "class-map", "type",
+    "match-any", "policy-map", "network-qos", "queuing", "class", "c-out-8q-q3", "c-8q-nq3", "pause", "pfc-cos",
+    "buffer-size", "pause-threshold", "resume-threshold", "random-detect", "minimum-threshold", "maximum-threshold",
+    "bytes", "kbytes", "segments", "system", "service-policy", "input", "output", "priority-flow-control", "mode",
+    "on", "off", "watch-dog-interval", "watch-dog", "interval", "uc-tx-queue", "priority", "strict", "no-drop",
+    "service-profile", "Ethernet1/1-48", "Ethernet1", "mlnx_qos", "-i", "eth0", "--pfc", "--trust", "--dscp2prio",
+    "set,26,3", "echo", ">", "/sys/class/net/eth0/ecn/roce_np/enable/3", "ip", "dev", "printf", "'%s\\n'",
+    "NCCL_IB_TC=106", "export", "=", "3", "26", "-1", "999999999999999999999", "1e9", "0,0,0,1,0,0,0,0", "to",
+    "Priority", "state:", "prio:3", "dscp:26,27,", "tc:", "6", "ratelimit:", "tsa:", "PFC", "configuration:",
+    "enabled", "'", '"', "\\", "\t", "#", "!", "|",
+]
+_line = st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=9).map(" ".join)
+_indented = st.tuples(st.sampled_from(["", "  ", "   ", "    ", "      "]), _line).map("".join)
+_config = st.lists(_indented, max_size=25).map("\n".join)
+_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=8))
+_json = st.recursive(_json_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=4),
+    st.dictionaries(st.sampled_from(["PORT", "PORT_QOS_MAP", "DSCP_TO_TC_MAP", "QUEUE", "WRED_PROFILE", "Ethernet0",
+                                     "Ethernet0|3", "pfc_enable", "wred_profile", "scheduler", "3", "26", "mtu",
+                                     "BUFFER_PG", "BUFFER_PROFILE", "profile", "xoff", "PFC_WD", "GLOBAL",
+                                     "dscp_to_tc_map", "CABLE_LENGTH", "SCHEDULER", "type", "weight"]),
+                    inner, max_size=5)), max_leaves=20)
+
+
+def _only_parse_errors(text: str, source: str, fmt: str | None = None) -> None:
+    try:
+        parse_text(text, source=source, fmt=fmt)
+    except ParseError:
+        pass
+
+
+@given(st.text(max_size=400), st.sampled_from([None, *FORMATS]),
+       st.sampled_from(["x", "x.json", "x.nvue", "x.eos", "x.nxos", "x.sh", "x.conf", "x.env", "x.mlnx_qos"]))
+def test_random_text(text: str, fmt: str | None, source: str) -> None:
+    _only_parse_errors(text, source, fmt)
+
+
+@given(_config, st.sampled_from(FORMATS))
+def test_random_config_words(text: str, fmt: str) -> None:
+    _only_parse_errors(text, "fuzz", fmt)
+
+
+@given(_json)
+def test_random_json(value: object) -> None:
+    _only_parse_errors(json.dumps(value), "fuzz.json", "sonic")
+
+
+@lru_cache(maxsize=1)
+def _corpus() -> tuple[tuple[str, str], ...]:
+    rendered = [(i.filename, i.text) for i in render_fabric(load_spec(SPECS / "render-reference.yaml"))]
+    captured = [(p.name, p.read_text()) for p in sorted(DEPLOYED.iterdir())]
+    return tuple(rendered + captured)
+
+
+@given(st.data())
+def test_mangled_real_configs(data: st.DataObject) -> None:
+    name, text = data.draw(st.sampled_from(_corpus()))
+    lines = text.splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not lines:
+            break
+        i = data.draw(st.integers(0, len(lines) - 1))
+        action = data.draw(st.sampled_from(["drop", "dup", "replace", "cut", "word"]))
+        if action == "drop":
+            del lines[i]
+        elif action == "dup":
+            lines.insert(i, lines[i])
+        elif action == "replace":
+            lines[i] = data.draw(_indented)
+        elif action == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, len(lines[i])))]
+        else:
+            words = lines[i].split(" ")
+            words[data.draw(st.integers(0, len(words) - 1))] = data.draw(st.sampled_from(_VOCAB))
+            lines[i] = " ".join(words)
+    _only_parse_errors("\n".join(lines), name)
+
+
+@lru_cache(maxsize=1)
+def _reference() -> FabricSpec:
+    return load_spec(SPECS / "reference.yaml")
+
+
+@given(st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,20}", fullmatch=True), st.text(max_size=40), max_size=4),
+       st.text(max_size=20))
+def test_host_script_round_trips_any_nccl_env(env: dict[str, str], netdev: str) -> None:
+    """Whatever values arrive, rendering either refuses them or writes a script that reads back the same."""
+    from tensorfabric.fabric.renderers import host
+
+    plan = host_plans(_reference())[0]
+    plan = replace(plan, nccl_env=env, nics=(replace(plan.nics[0], netdev=netdev),))
+    try:
+        text = host.render(plan)
+    except InputError:
+        return
+    parsed = parse_text(text, source="h.sh")
+    assert dict(parsed.nccl_env) == env
+    assert [p.name for p in parsed.ports] == [netdev]
