@@ -80,7 +80,9 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     x = torch.nn.functional.pad(flat, (0, padded - numel)) if padded != numel else flat
     chunk = padded // n
     enc = codec.encoded_nbytes(chunk)
-    send = torch.cat([codec.encode(x[j * chunk:(j + 1) * chunk]) for j in range(n)])
+    send = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
+    for j in range(n):
+        codec.encode_into(x[j * chunk:(j + 1) * chunk], send[j * enc:(j + 1) * enc])
     recv = torch.empty_like(send)
     _exchange(group, "all_reduce", recv, send, gather=False)
     partial = torch.zeros(chunk, dtype=torch.float32, device=t.device)

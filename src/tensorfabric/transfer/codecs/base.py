@@ -56,22 +56,28 @@ class BlockCodec:
         """Flat float32 ``x`` (length a multiple of ``block``) -> flat uint8 ``[payload | scales]``."""
         import torch
 
+        out = torch.empty(self.encoded_nbytes(x.numel()), dtype=torch.uint8, device=x.device)
+        self.encode_into(x, out)
+        return out
+
+    def encode_into(self, x: torch.Tensor, out: torch.Tensor) -> None:
+        """:meth:`encode` into ``out`` (``encoded_nbytes(x.numel())`` uint8), e.g. a slice of a send buffer."""
+        import torch
+
         numel = x.numel()
         blocks = x.reshape(-1, self.block)
-        # amax/amin instead of abs().amax(): two reductions, no full-size temporary.
-        absmax = torch.maximum(blocks.amax(dim=1, keepdim=True), blocks.amin(dim=1, keepdim=True).neg())
+        scratch = self._workspace(numel, x.device).view(-1, self.block)
+        absmax = torch.abs(blocks, out=scratch).amax(dim=1, keepdim=True)
         scales = absmax / self.qmax
         # Multiply by the inverse (cheaper than dividing). A scale below the smallest float32 normal would
         # make the inverse overflow, so such blocks (absmax < qmax * 2**-126) and all-zero blocks encode as 0.
         usable = scales >= _TINY
         inv = torch.where(usable, 1.0 / scales, 0.0)
-        scaled = torch.mul(blocks, inv, out=self._workspace(numel, x.device).view(-1, self.block))
-        out = torch.empty(self.encoded_nbytes(numel), dtype=torch.uint8, device=x.device)
+        scaled = torch.mul(blocks, inv, out=scratch)
         split = self.payload_nbytes(numel)
         self._quantize_into(scaled, out[:split])
         # Copied as bytes: the scales section need not be 4-byte aligned (e.g. block 2 of int8).
         out[split:].copy_(torch.where(usable, scales, 0.0).reshape(-1).view(torch.uint8))
-        return out
 
     def _scales(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         import torch

@@ -26,6 +26,9 @@ class NoneCodec(BlockCodec):
         ones = torch.ones(x.numel() // self.block, dtype=torch.float32, device=x.device)
         return torch.cat([x.reshape(-1).to(torch.float32).view(torch.uint8), ones.view(torch.uint8)])
 
+    def encode_into(self, x: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(self.encode(x))
+
     def decode(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         import torch
 
