@@ -84,3 +84,36 @@ def test_inference_tp_reports_per_token_latency() -> None:
     assert len(lat) == 2 and all(x is not None and x > 0 for x in lat)
     # Each ring step moves 32 KiB at 100G (2.6 us) over 3 hops; 24 steps per token put a floor under it.
     assert all(x > 24 * 2.6e-6 for x in lat)
+
+
+def test_pipeline_activations_chain_stages() -> None:
+    from tensorfabric.sim import Flow, SimConfig, compile_network, run
+    from tensorfabric.sim.workloads import pp_decode
+
+    flows = pp_decode(["h0", "h1", "h2"], ModelShape(batch=4), tokens=3, stage_compute_s=5e-6)
+    assert len(flows) == 6 and {f.size_bytes for f in flows} == {2 * 4 * 8192 * 2}
+    flows.append(Flow("h3", "h2", 1e6, tag="cross"))  # stage 0: independent background traffic
+    cfg = SimConfig(dcqcn="none", duration_s=1e-3)
+    trace = run(compile_network(single_switch(4, 100e9), flows, cfg), cfg)
+    begin, finish = trace.begin_s[:6], trace.finish_s[:6]
+    assert all(begin[i + 1] >= finish[i] + 5e-6 - 1e-9 for i in range(5))  # each waits for the one before
+    assert trace.begin_s[6] == 0.0
+
+
+def test_failed_link_and_disabled_ecn_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tensorfabric.cli.main import main
+
+    argv = ["simulate", "capacity-growth", "--duration", "400us", "--json", "--no-ecn",
+            "--fail-link", "leaf0,spine0"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["ecn"] is False
+    assert doc["params"]["failed_links"] == [["leaf0", "spine0"]]
+    assert not any(p.startswith("spine0") for p in doc["queues"]["ports"])  # everything crosses spine1
+    # Both leaves cut from different spines: no path at all is a simulation error (exit 1), named.
+    assert main(["simulate", "capacity-growth", "--fail-link", "leaf0,spine0", "--fail-link", "leaf1,spine1"]) == 1
+    assert "no path" in capsys.readouterr().err
+    assert main(["simulate", "storm", "--fail-link", "leaf0"]) == 2
+    assert main(["simulate", "storm", "--fail-link", "leaf0,mars"]) == 2

@@ -46,6 +46,9 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--headroom", type=SIZE, help="PFC headroom per ingress port (default: the computed requirement).")
 @click.option("--xoff", type=SIZE, help="Static PFC XOFF threshold per ingress port.")
 @click.option("--no-pfc", is_flag=True, help="Lossy: no PFC, drop when a port's buffer is full.")
+@click.option("--no-ecn", is_flag=True, help="Fault: ECN marking disabled (DCQCN gets no signal).")
+@click.option("--fail-link", "fail_links", multiple=True, metavar="DEV1,DEV2",
+              help="Fault: take the link between two devices down (repeatable), e.g. leaf0,spine1.")
 @click.option("--step", type=DURATION, help="Time step, e.g. 1us.")
 @click.option("--dcqcn", type=click.Choice(["paper", "firmware", "none"]), help="DCQCN form (none: PFC alone).")
 @click.option("--acyclic", is_flag=True, help="deadlock: the same traffic without a cyclic buffer dependency.")
@@ -59,8 +62,9 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--counter-interval", type=DURATION, help="Counter snapshot interval (default 100us).")
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
-        xoff: int | None, no_pfc: bool, step: float | None, dcqcn: str | None, acyclic: bool, layers: int | None,
-        tokens: int | None, batch: int | None, seed: int | None, as_json: bool, plot: str | None,
+        xoff: int | None, no_pfc: bool, no_ecn: bool, fail_links: tuple[str, ...], step: float | None,
+        dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
+        seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None) -> int:
     """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
@@ -74,7 +78,8 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     overrides = Overrides(
         flows=flows, size_bytes=size, rate_bps=rate, kmin_bytes=kmin, kmax_bytes=kmax, pmax=pmax,
         headroom_bytes=headroom, xoff_bytes=xoff, step_s=step, dcqcn=dcqcn, duration_s=duration, seed=seed,
-        counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, layers=layers, tokens=tokens, batch=batch)
+        counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, ecn=not no_ecn,
+        failed_links=tuple(_pair(text) for text in fail_links), layers=layers, tokens=tokens, batch=batch)
     planned = plan(scenario, overrides, fabric)  # bad input fails here, before any work
     total = planned.config.duration_s / planned.config.step_s
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
@@ -89,6 +94,13 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     else:
         _render(result)
     return 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InputError(f"--fail-link: {text!r} must name two devices as 'DEV1,DEV2', e.g. 'leaf0,spine1'")
+    return parts[0], parts[1]
 
 
 def _write_counters(result: Any, path: str) -> None:

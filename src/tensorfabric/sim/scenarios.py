@@ -57,6 +57,10 @@ class Overrides:
     acyclic: bool = False
     """deadlock: route the same traffic without a cyclic buffer dependency."""
     pfc: bool = True
+    ecn: bool = True
+    """False: ECN marking disabled everywhere (a misconfiguration fault)."""
+    failed_links: tuple[tuple[str, str], ...] = ()
+    """Links (device pairs) that are down; routing goes around them, possibly off the up-down paths."""
     layers: int | None = None
     tokens: int | None = None
     batch: int | None = None
@@ -86,10 +90,11 @@ def _config(o: Overrides, *, dcqcn: str, duration_s: float, ecn: EcnConfig, pfc:
                                                 ("pmax", o.pmax)) if v is not None}
     pfc_kw: dict[str, Any] = {k: v for k, v in (("headroom_bytes", o.headroom_bytes),
                                                 ("xoff_bytes", o.xoff_bytes)) if v is not None}
-    ecn = dataclasses.replace(ecn, **ecn_kw)
+    ecn = dataclasses.replace(ecn, enabled=o.ecn and ecn.enabled, **ecn_kw)
     pfc = dataclasses.replace(pfc, enabled=o.pfc and pfc.enabled, **pfc_kw)
     kw: dict[str, Any] = {"dcqcn": o.dcqcn or dcqcn, "duration_s": o.duration_s or duration_s, "ecn": ecn,
-                          "pfc": pfc, "counter_interval_s": o.counter_interval_s, **extra}
+                          "pfc": pfc, "counter_interval_s": o.counter_interval_s,
+                          "failed_links": o.failed_links, **extra}
     if o.step_s is not None:
         kw["step_s"] = o.step_s
     if o.seed is not None:
@@ -101,7 +106,9 @@ def _params(cfg: SimConfig, rate_bps: float, **extra: Any) -> dict[str, Any]:
     return {"rate_bps": rate_bps, "dcqcn": cfg.dcqcn, "kmin_bytes": cfg.ecn.kmin_bytes,
             "kmax_bytes": cfg.ecn.kmax_bytes, "pmax": cfg.ecn.pmax, "pfc": cfg.pfc.enabled,
             "xoff_bytes": cfg.pfc.xoff_bytes, "headroom_bytes": cfg.pfc.headroom_bytes, "step_s": cfg.step_s,
-            "duration_s": cfg.duration_s, "seed": cfg.seed, "mtu": cfg.mtu, "priority": cfg.pfc.priority, **extra}
+            "duration_s": cfg.duration_s, "seed": cfg.seed, "ecn": cfg.ecn.enabled,
+            "failed_links": [list(pair) for pair in cfg.failed_links], "mtu": cfg.mtu, "priority": cfg.pfc.priority,
+            **extra}
 
 
 def _hosts(fabric: Fabric) -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tensorfabric.errors import InputError
 
-__all__ = ["Flow", "ModelShape", "all_to_all", "incast", "kv_cache_bytes", "permutation", "tp_decode"]
+__all__ = ["Flow", "ModelShape", "all_to_all", "incast", "kv_cache_bytes", "permutation", "pp_decode", "tp_decode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,4 +111,22 @@ def tp_decode(group: list[str], model: ModelShape, tokens: int, *, layer_compute
                     flows.extend(Flow(group[r], group[(r + 1) % n], chunk, stage=stage, gap_s=gap, token=token,
                                       tag="tp-allreduce") for r in range(n))
                     stage += 1
+    return flows
+
+
+def pp_decode(stages: list[str], model: ModelShape, tokens: int, *, stage_compute_s: float = 0.0,
+              first_stage: int = 1) -> list[Flow]:
+    """Decode steps of a pipeline: each boundary sends the activations (hidden states and residual, as vLLM
+    does: 2 * batch * hidden * dtype bytes) to the next stage, one after another."""
+    if len(stages) < 2:
+        raise InputError(f"pipeline {stages!r} needs at least two stages")
+    if tokens < 1:
+        raise InputError(f"tokens: {tokens!r} must be at least 1")
+    size = 2 * model.decode_allreduce_bytes
+    flows: list[Flow] = []
+    stage = first_stage
+    for token in range(tokens):
+        for a, b in zip(stages, stages[1:], strict=False):
+            flows.append(Flow(a, b, size, stage=stage, gap_s=stage_compute_s, token=token, tag="pp-activation"))
+            stage += 1
     return flows
