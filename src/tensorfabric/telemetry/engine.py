@@ -64,6 +64,7 @@ class Monitor:
         self._fine: History = defaultdict(dict)
         self._coarse: History = defaultdict(dict)
         self._latest: dict[tuple[str, Labels], Sample] = {}
+        self._owner: dict[tuple[str, Labels], str] = {}
         self._since: dict[tuple[str, str, str], float] = {}
         self._evaluated_until = float("-inf")
         self._coarse_changed = False
@@ -100,16 +101,35 @@ class Monitor:
                 errors[source.name] = status.last_errors
                 log.warning("source %s failed: %s", source.name, exc)
                 continue
-            status.up, status.last_errors = True, reading.errors
-            status.errors_total += len(reading.errors)
-            if reading.errors:
-                errors[source.name] = reading.errors
-                for message in reading.errors[:5]:
+            kept, clashes = self._claim(source.name, reading.samples)
+            problems = reading.errors + clashes
+            status.up, status.last_errors = True, problems
+            status.errors_total += len(problems)
+            if problems:
+                errors[source.name] = problems
+                for message in problems[:5]:
                     log.warning("source %s: %s", source.name, message)
-            samples += reading.samples
+            samples += kept
         self.ingest(samples)
         return PollResult(self.clock() if not samples else max(s.time for s in samples), tuple(samples),
                           self.alerts, errors)
+
+    def _claim(self, name: str, samples: Iterable[Sample]) -> tuple[list[Sample], tuple[str, ...]]:
+        """Keep the samples of series this source owns; a series is owned by the first source that reported it.
+
+        Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
+        interleave two readings of one series and turn their difference into a bogus rate, wrap or reset.
+        """
+        kept: list[Sample] = []
+        clashes: dict[str, str] = {}
+        for sample in samples:
+            owner = self._owner.setdefault(sample.series, name)
+            if owner == name:
+                kept.append(sample)
+            else:
+                clashes.setdefault(owner, sample.metric)
+        return kept, tuple(f"series already read by {owner} (e.g. {metric}) dropped from this source"
+                           for owner, metric in clashes.items())
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
