@@ -8,8 +8,8 @@ Usage::
 
 Building goes spec → plan → kernel, recording every namespace in the state file before the next step, and
 any failure (or an interrupt) part-way through removes everything made so far before the error propagates.
-Teardown kills the processes the lab started, then deletes the namespaces, which takes every veth, bridge
-and qdisc with them.
+Teardown kills every process still inside the lab's namespaces (those it started and any other), then
+deletes the namespaces, which takes every veth, bridge and qdisc with them.
 """
 
 from __future__ import annotations
