@@ -57,8 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lab", default="2x1gbit")
     ap.add_argument("--loopback", action="store_true", help="Two local ranks on loopback, no lab.")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "inference_comm.json"))
     args = ap.parse_args()
@@ -82,7 +82,8 @@ def main() -> None:
                       f"{runs[name][-1]['decode_latency_s']['p50'] * 1e3:6.2f} ms", flush=True)
 
     def med(name: str, key: str) -> float:
-        return statistics.median(r[key] if key == "ttft_s" else r["decode_latency_s"][key] for r in runs[name])
+        return statistics.median(r[key] if key in ("ttft_s", "prefill_comm_s") else r["decode_latency_s"][key]
+                                 for r in runs[name])
 
     none_tokens = runs["none"][0]["token_ids"]
     result: dict[str, Any] = {"where": where, "prompt_tokens": 512, "new_tokens": 64, "hidden": args.hidden,
@@ -93,18 +94,20 @@ def main() -> None:
         first = next((i for i, (a, b) in enumerate(zip(tokens, none_tokens, strict=True)) if a != b), None)
         steps = min(len(logits[name]), len(logits["none"]), first if first is not None else 64)
         result["configs"][name] = {
-            "ttft_ms": med(name, "ttft_s") * 1e3, "decode_p50_ms": med(name, "p50") * 1e3,
+            "ttft_ms": med(name, "ttft_s") * 1e3, "prefill_comm_ms": med(name, "prefill_comm_s") * 1e3,
+            "ttft_ms_each": [r["ttft_s"] * 1e3 for r in runs[name]], "decode_p50_ms": med(name, "p50") * 1e3,
             "decode_p99_ms": med(name, "p99") * 1e3,
             "ttft_speedup_vs_none": med("none", "ttft_s") / med(name, "ttft_s"),
             "token_agreement": agree, "first_divergence": first,
             "max_logit_dev_first_token": (logits[name][0] - logits["none"][0]).abs().max().item(),
             "max_logit_dev_until_divergence": (logits[name][:max(steps, 1)] - logits["none"][:max(steps, 1)])
             .abs().max().item(),
-            "prefill_all_reduce": runs[name][0]["comm"].get("all_reduce"),
+            "all_reduce_whole_run": runs[name][0]["comm"].get("all_reduce"),
             "transport": runs[name][0]["transport"]}
     print(f"tp=2, 512-token prompt, 64 greedy tokens, {where}")
     for name, row in result["configs"].items():
-        print(f"{name:<12} TTFT {row['ttft_ms']:7.1f} ms (x{row['ttft_speedup_vs_none']:.2f} vs none)  decode p50 "
+        print(f"{name:<12} TTFT {row['ttft_ms']:7.1f} ms (x{row['ttft_speedup_vs_none']:.2f} vs none, prefill comm "
+              f"{row['prefill_comm_ms']:6.1f} ms)  decode p50 "
               f"{row['decode_p50_ms']:6.2f} ms  agreement {row['token_agreement']:.3f}  max logit dev "
               f"{row['max_logit_dev_first_token']:.4f}")
     out = Path(args.out)
