@@ -43,7 +43,6 @@ def mark_probability(queue_bytes: npt.NDArray[np.float64], ecn: EcnConfig) -> np
     """Marking probability for each queue length (vectorised)."""
     if not ecn.enabled:
         return np.zeros_like(queue_bytes)
-    slope = ecn.pmax / (ecn.kmax_bytes - ecn.kmin_bytes)
-    p = np.minimum(np.maximum(queue_bytes - ecn.kmin_bytes, 0.0) * slope, ecn.pmax)
+    p = np.interp(queue_bytes, (ecn.kmin_bytes, ecn.kmax_bytes), (0.0, ecn.pmax))
     p[queue_bytes > ecn.kmax_bytes] = 1.0
     return p

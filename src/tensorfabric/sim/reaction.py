@@ -158,16 +158,22 @@ class Firmware:
         self.last_inc = np.zeros(n, dtype=np.int8)  # 0 none since decrease, 1 timer, 2 byte counter
         self.alpha_time = 0.0
         self.tick_steps = max(1, round(cfg.rate_reduce_period_s / dt))
+        self.np_steps = max(1, int(cfg.min_time_between_cnps_s / dt + 1e-9))
+        self.mark_acc = np.zeros(n)
+        self.no_flows = np.zeros(n, dtype=bool)
         self.max_cut = (100.0 - cfg.min_dec_fac) / 100.0
 
     def step(self, t: int, p_path: F64, marked_pkts: F64, sent_bytes: F64, active: npt.NDArray[np.bool_]) -> None:
         c, now = self.cfg, (t + 1) * self.dt
-        # Notification point: a CNP when a marked packet arrived and the per-flow gap has passed.
-        if np.count_nonzero(marked_pkts):
-            marked = self.rng.random(marked_pkts.shape[0]) < -np.expm1(-marked_pkts)
-            send = marked & active & (now >= self.np_next)
+        # Notification point: a CNP when a marked packet arrived and the per-flow gap has passed. A flow can
+        # send at most one CNP per gap, so marks are pooled over the gap and drawn once: P(>= 1 mark).
+        self.mark_acc += marked_pkts
+        if (t + 1) % self.np_steps == 0 and np.count_nonzero(self.mark_acc):
+            marked = self.rng.random(marked_pkts.shape[0]) < -np.expm1(-self.mark_acc)
+            self.mark_acc[:] = 0.0
+            send = marked & active & (now >= self.np_next - 1e-12)
         else:
-            send = marked_pkts > 0.0
+            send = self.no_flows
         if np.count_nonzero(send):
             self.np_next[send] = now + c.min_time_between_cnps_s
             self.cnp_sent += send
