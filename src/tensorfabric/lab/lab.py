@@ -209,6 +209,10 @@ class Lab:
             nl.create_netns(ns)
             settings = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
             settings.append(f"net.ipv4.ip_forward={int(node.forwarding)}")
+            if node.forwarding:
+                # ECMP on the 5-tuple, as fabric switches hash: different flows between two hosts can take
+                # different spines (the default hashes addresses only, pinning each host pair to one spine).
+                settings.append("net.ipv4.fib_multipath_hash_policy=1")
             nl.sysctl(ns, settings)
             nl.set_up(ns, ["lo"])
         for link in plan.links:

@@ -12,9 +12,9 @@ Leaf--spine (loop-free by construction)::
 
 Every leaf is linked to every spine, but only the host ports are bridged; the leaf--spine links are routed
 (leaf and spine namespaces forward IPv4, each leaf has one ECMP route to the lab subnet over all its
-spines, each spine a route per leaf /24). A Linux bridge at the spines would close a loop through every
-pair of spines (leaf0-spine0-leaf1-spine1-leaf0) and flood it forever with STP off; STP on would block all
-but one spine and take ~30 s to converge. Routing keeps all spines in use and needs no STP.
+spines, hashed on the 5-tuple, each spine a route per leaf /24). A Linux bridge at the spines would close a
+loop through every pair of spines (leaf0-spine0-leaf1-spine1-leaf0) and flood it forever with STP off; STP
+on would block all but one spine and take ~30 s to converge. Routing keeps all spines in use, needs no STP.
 
 Names: namespaces ``tf-<lab>-<node>``; inside them a host's interface is always ``eth0``, a switch port is
 named after the node at its other end (``h3``, ``spine0``, ``leaf1``) and the bridge is ``br0``.
