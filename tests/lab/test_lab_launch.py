@@ -69,3 +69,16 @@ def test_gloo_all_reduce_crosses_the_lab(tmp_path: Path) -> None:
     # 4 MiB of float32 went each way across the shaped links, not over loopback.
     sent = [link["ends"][0]["tx_bytes"] for link in status["links"]]
     assert all(s >= 2 * 1024 * 1024 for s in sent), sent
+
+
+def test_run_distributed_is_bounded_by_its_timeout(tmp_path: Path) -> None:
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\necho 'rank started' >&2\nexec sleep 600\n")
+    hang.chmod(0o755)
+    before = _lab_namespaces()
+    with pytest.raises(LabError) as info:
+        run_distributed("2x1gbit", ["bench"], timeout_s=2, python=str(hang), state_dir=tmp_path / "state")
+    text = str(info.value)
+    assert text.count("still running after 2s or the first failure, killed") == 2
+    assert text.count("rank started") == 2
+    assert _lab_namespaces() - before == set()
