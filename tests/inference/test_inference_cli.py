@@ -100,3 +100,22 @@ def test_world_size_not_tp_times_pp_under_torchrun(tiny: Path, monkeypatch: pyte
         monkeypatch.setenv(key, value)
     assert main(["run", "--model", str(tiny), "--tp", "2"]) == 2
     assert "world size 3 is not tp x pp" in capsys.readouterr().err
+
+
+def test_progress_callbacks_cover_loading_and_generation(tiny: Path) -> None:
+    from collections.abc import Callable
+
+    from tensorfabric.inference.runner import RunConfig, run_rank
+    from tensorfabric.inference.sampling import SamplingParams
+
+    seen: dict[str, list[float]] = {}
+
+    def bars(description: str, total: int) -> Callable[[float], None]:
+        seen[description] = [total]
+        return seen[description].append
+
+    cfg = RunConfig(model_dir=str(tiny), prompts=("x",), sampling=SamplingParams(max_new_tokens=5, stop_at_eos=False,
+                                                                               temperature=0.8, top_p=0.9, seed=4))
+    first = run_rank(cfg, progress=bars)
+    assert seen["loading"] == [3, 1, 1, 1] and seen["generating"] == [5, 1, 1, 1, 1, 1]
+    assert run_rank(cfg).token_ids == first.token_ids  # seeded sampling repeats

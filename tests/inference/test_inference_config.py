@@ -132,3 +132,16 @@ def test_sampling_greedy_seeded_and_top_p() -> None:
         SamplingParams(top_p=0.0)
     with pytest.raises(InputError):
         SamplingParams(max_new_tokens=0)
+
+
+def test_public_api_and_no_torch_on_import() -> None:
+    import subprocess
+    import sys
+
+    import tensorfabric.inference as inference
+
+    assert all(hasattr(inference, name) for name in inference.__all__)
+    probe = ("import sys, tensorfabric.inference, tensorfabric.cli.run, tensorfabric.cli.model; "
+             "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"
