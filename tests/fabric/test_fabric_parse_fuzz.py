@@ -103,8 +103,10 @@ def _reference() -> FabricSpec:
     return load_spec(SPECS / "reference.yaml")
 
 
-@given(st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,20}", fullmatch=True), st.text(max_size=40), max_size=4),
-       st.text(max_size=20))
+_ENV_NAMES = st.from_regex(r"(NCCL_)?[A-Z_][A-Z0-9_]{0,20}", fullmatch=True)
+
+
+@given(st.dictionaries(_ENV_NAMES, st.text(max_size=40), max_size=4), st.text(max_size=20))
 def test_host_script_round_trips_any_nccl_env(env: dict[str, str], netdev: str) -> None:
     """Whatever values arrive, rendering either refuses them or writes a script that reads back the same."""
     from tensorfabric.fabric.renderers import host

@@ -213,3 +213,28 @@ def test_plans_apply_device_overrides() -> None:
     plan = switch_plans(FabricSpec.model_validate(data))[0]
     assert isinstance(plan, SwitchPlan)
     assert plan.dscp_to_priority[26] == 1 and plan.lossless == (3, 4) and plan.mtu == 9100
+
+
+def test_issue_snippet_rendered_for_nxos_with_what_it_lacks() -> None:
+    """Issue 6 point 4: cos/priority 3 -> queue 3, PFC on 1/1-1/48 and the RoCE ACL, plus ECN, CNP and watchdog."""
+    spec = _spec("nxos_snippet")
+    text = next(i.text for i in render_fabric(spec) if i.device == "tor1")
+    lines = [line.strip() for line in text.splitlines()]
+    # What the snippet says: the RoCE class (ACL on UDP 4791) lands in qos-group 3, served by queue 3, with PFC.
+    assert "ip access-list roce-acl" in lines and "10 permit udp any any eq 4791" in lines
+    assert "match access-group name roce-acl" in lines
+    assert lines[lines.index("class ROCE") + 1] == "set qos-group 3"
+    assert "pause pfc-cos 3" in lines and "interface Ethernet1/5-48" in lines
+    assert lines.count("priority-flow-control mode on") == 5  # 1/1..1/4 cabled, 1/5-48 as one range
+    # What it lacks: ECN on queue 3, CNP DSCP 48 in a strict queue, the watchdog, MTU and headroom.
+    queue3 = lines.index("class type queuing c-out-8q-q3")
+    assert lines[queue3 + 2].startswith("random-detect minimum-threshold 150000 bytes maximum-threshold 1500000 bytes")
+    assert lines[queue3 + 2].endswith(" ecn")
+    assert lines[lines.index("class CNP") + 1] == "set qos-group 6" and "match dscp 48" in lines
+    assert lines[lines.index("class type queuing c-out-8q-q6") + 1] == "priority level 1"
+    assert "priority-flow-control watch-dog-interval on" in lines and "mtu 9216" in lines
+    assert any(line.startswith("pause buffer-size ") for line in lines)
+    parsed = parse_text(text, source="tor1.nxos")
+    port = parsed.port("Ethernet1/48")
+    assert port.pfc_priorities == frozenset({3}) and port.strict_queues == frozenset({6})
+    assert port.watchdog is not None and port.watchdog.enabled and port.ecn is not None and 3 in port.ecn

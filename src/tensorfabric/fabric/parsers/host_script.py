@@ -178,11 +178,21 @@ def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[st
 
 def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
     if len(words) >= 2 and words[1] == "%s\\n" and ">" in words:
-        # The shell has already removed the quoting: each word is one literal NAME=value line of the file.
+        # The shell has already removed the quoting: each word is one line of the file, either a literal
+        # NAME=value (nccl.conf) or "export NAME=<shell word>" (a sourced profile file).
         for word in words[2:words.index(">")]:
-            name, sep, value = word.partition("=")
+            exported = word.startswith("export ")
+            name, sep, value = word.removeprefix("export ").partition("=")
             if not sep or not _ENV_NAME.fullmatch(name):
-                raise where.error(f"printf line {word!r} must be NAME=value")
+                raise where.error(f"printf line {word!r} must be NAME=value or export NAME=value")
+            if exported:
+                try:
+                    parts = shlex.split(value)
+                except ValueError as exc:
+                    raise where.error(f"exported value of {name} does not parse: {exc}") from None
+                if len(parts) > 1:
+                    raise where.error(f"exported value of {name} must be one shell word")
+                value = parts[0] if parts else ""
             env[name] = value
 
 

@@ -17,11 +17,14 @@ from tensorfabric.errors import InputError
 from tensorfabric.fabric.renderers._text import GENERATED, metres, speed_label
 from tensorfabric.fabric.renderers.plan import HostPlan, NicPlan
 
-__all__ = ["EXTENSION", "NCCL_CONF", "TARGET", "render"]
+__all__ = ["ENV_PROFILE", "EXTENSION", "NCCL_CONF", "TARGET", "render"]
 
 TARGET = "host"
 EXTENSION = "sh"
 NCCL_CONF = "/etc/nccl.conf"
+ENV_PROFILE = "/etc/profile.d/tensorfabric-env.sh"
+"""Variables that are not NCCL's (GLOO_SOCKET_IFNAME, UCX_...): NCCL would export them from its file too, but only
+once it initialises, which is too late for Gloo; login shells source this file instead."""
 # No leading "-" (it would read as an option to mlnx_qos/ip/ethtool); no ":" or "/" (the kernel refuses them).
 _NETDEV = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 _RDMA = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -42,12 +45,13 @@ def _num(value: int, lo: int, hi: int, what: str) -> str:
     return str(value)
 
 
-def _env_line(name: str, value: str) -> str:
+def _env_line(name: str, value: str, *, export: bool = False) -> str:
     if not _ENV_NAME.fullmatch(name):
         raise InputError(f"NCCL environment name {name!r} must look like NCCL_IB_TC")
     if not value.isprintable():
         raise InputError(f"NCCL environment value of {name} holds control characters: {value!r}")
-    return shlex.quote(f"{name}={value}")
+    # nccl.conf is read literally; the profile file is sourced, so its value is quoted once more inside.
+    return shlex.quote(f"export {name}={shlex.quote(value)}" if export else f"{name}={value}")
 
 
 def _nic(host: str, nic: NicPlan) -> list[str]:
@@ -88,8 +92,14 @@ def render(plan: HostPlan) -> str:
            "# Needs root and MLNX_OFED (mlnx_qos, ecn sysfs); safe to run again.", "set -euo pipefail", ""]
     for nic in plan.nics:
         out += _nic(plan.name, nic)
-    if plan.nccl_env:
+    nccl = {k: v for k, v in plan.nccl_env.items() if k.startswith("NCCL_")}
+    other = {k: v for k, v in plan.nccl_env.items() if not k.startswith("NCCL_")}
+    if nccl:
         out += [f"# NCCL reads {NCCL_CONF} at start-up", "printf '%s\\n' \\"]
-        out += [f"  {_env_line(k, v)} \\" for k, v in plan.nccl_env.items()]
+        out += [f"  {_env_line(k, v)} \\" for k, v in nccl.items()]
         out.append(f"  > {NCCL_CONF}")
+    if other:
+        out += ["", "# Launch variables that are not NCCL's, for login shells", "printf '%s\\n' \\"]
+        out += [f"  {_env_line(k, v, export=True)} \\" for k, v in other.items()]
+        out.append(f"  > {ENV_PROFILE}")
     return "\n".join(out) + "\n"
