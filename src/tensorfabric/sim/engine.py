@@ -35,7 +35,7 @@ F64 = npt.NDArray[np.float64]
 _EPS = 1e-9
 
 
-@dataclass
+@dataclass(frozen=True)
 class Trace:
     """What a run leaves behind: final per-flow/per-edge totals, time series and counter snapshots."""
 

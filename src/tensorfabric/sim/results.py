@@ -111,9 +111,6 @@ def summarize(scenario: str, params: Mapping[str, Any], net: Network, trace: Tra
         flows.append(FlowResult(i, flow.src, flow.dst, flow.size_bytes, begin, fct, float(trace.delivered[i]),
                                 float(trace.dropped[i]), float(trace.delivered[i]) * 8 / active, flow.tag))
     frames = trace.edge_xoff_on + trace.edge_xoff_off + np.floor(trace.edge_xoff_s / trace.edge_refresh_s)
-    used = np.zeros(len(net.edges), dtype=bool)
-    used[net.seg_edge] = True
-    used[net.src_nic_edge] = True
     paused_order = np.argsort(-trace.edge_paused_s)
     pause_ports = {
         port_name(net, int(e)): {"paused_s": float(trace.edge_paused_s[e]),

@@ -125,7 +125,7 @@ def _attach(fabric: Fabric) -> dict[str, str]:
     return out
 
 
-def _no_fabric(name: str, fabric: Fabric | None, o: Overrides) -> None:
+def _no_fabric(name: str, fabric: Fabric | None) -> None:
     if fabric is not None:
         raise InputError(f"scenario {name!r} builds its own topology; --fabric is not accepted for it")
 
@@ -237,7 +237,7 @@ def _storm(o: Overrides, fabric: Fabric | None) -> Plan:
 # ---------------------------------------------------------------- PFC deadlock (V7)
 
 def _deadlock(o: Overrides, fabric: Fabric | None) -> Plan:
-    _no_fabric("deadlock", fabric, o)
+    _no_fabric("deadlock", fabric)
     rate = o.rate_bps or 100e9
     n_sw, per = 4, 2
     fab = topologies.ring(n_sw, per, rate, closed=not o.acyclic)
