@@ -88,4 +88,7 @@ def host_mismatches(plan: HostPlan, got: Deployed) -> list[str]:
         if nic.storm_prevention_ms:
             check(f"{where} storm prevention", float(nic.storm_prevention_ms),
                   dp.watchdog.detection_ms if dp.watchdog else None)
+            check(f"{where} storm prevention field", float(nic.storm_prevention_ms), dp.storm_prevention_ms)
+        check(f"{where} link pause", nic.link_pause, dp.link_pause)
+        check(f"{where} dcbx", nic.dcbx, dp.dcbx)
     return bad

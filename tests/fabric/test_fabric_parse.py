@@ -47,6 +47,7 @@ def test_mlnx_qos_output() -> None:
     assert nic.dscp_to_priority is not None and nic.dscp_to_priority[26] == 3 and nic.dscp_to_priority[48] == 6
     assert len(nic.dscp_to_priority) == 64
     assert nic.cable_length_m == 7.0 and nic.strict_queues == frozenset({6})
+    assert nic.dcbx == "os"
     assert d.priority_to_queue[0] == 1 and d.priority_to_queue[1] == 0
 
 
@@ -106,6 +107,15 @@ def test_the_issue_snippet_parses_as_nxos() -> None:
     # PFC "mode on" without a network-qos pause class: which priorities pause is not in this fragment.
     assert port.pfc_priorities is None
     assert d.watchdog is None and d.ecn == {}
+
+
+def test_host_script_link_pause_dcbx_and_storm_prevention() -> None:
+    text = ("#!/bin/bash\nethtool -A eth0 rx on tx off\nmlnx_qos -i eth0 -d fw\n"
+            "ethtool --set-tunable eth0 pfc-prevention-tout 8000\n")
+    nic = parse_text(text, source="h5.sh").port("eth0")
+    assert (nic.link_pause, nic.dcbx, nic.storm_prevention_ms) == (True, "firmware", 8000.0)
+    with pytest.raises(ParseError, match="rx/tx/autoneg on|off"):
+        parse_text("#!/bin/bash\nethtool -A eth0 rx maybe tx off\nmlnx_qos -i eth0\n", source="h5.sh")
 
 
 def test_doroce_style_host_script() -> None:

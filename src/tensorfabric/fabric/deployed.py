@@ -90,6 +90,12 @@ class PortQos:
     cnp_dscp: int | None = None
     cnp_priority: int | None = None
     acl_in: str | None = None
+    link_pause: bool | None = None
+    """Link-level (802.3x) pause on; it excludes PFC on the same port."""
+    storm_prevention_ms: float | None = None
+    """Host NICs: PFC storm prevention timeout (mlx5 ``pfc-prevention-tout``); 0 = off."""
+    dcbx: Literal["os", "firmware"] | None = None
+    """Host NICs: who owns DCBX."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
@@ -25,6 +26,7 @@ _DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
 _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
 _DEFAULT_DSCP = {dscp: dscp >> 3 for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
+_DCBX: dict[str, Literal["os", "firmware"]] = {"os": "os", "fw": "firmware"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -44,6 +46,8 @@ class _Nic:
     cnp_dscp: int | None = None
     cnp_prio: int | None = None
     storm_ms: float | None = None
+    link_pause: bool | None = None
+    dcbx: Literal["os", "firmware"] | None = None
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -101,6 +105,7 @@ def _port(netdev: str, nic: _Nic) -> PortQos:
         name=netdev, pfc_priorities=nic.pfc, trust=nic.trust, mtu=nic.mtu, cable_length_m=nic.cable,
         ecn_priorities=frozenset(nic.np & nic.rp) if nic.np or nic.rp else None,
         watchdog=watchdog, dscp_to_priority=dscp, cnp_dscp=nic.cnp_dscp, cnp_priority=nic.cnp_prio,
+        storm_prevention_ms=nic.storm_ms, link_pause=nic.link_pause, dcbx=nic.dcbx,
     )
 
 
@@ -137,6 +142,10 @@ def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[s
                 nic.dscp_sets.pop(dscp, None)
         else:
             raise where.error(f"--dscp2prio {value!r} must be 'set,DSCP,PRIO', 'del,DSCP,PRIO' or 'flush'")
+    for value in options.get("-d", []) + options.get("--dcbx", []):
+        if value not in _DCBX:
+            raise where.error(f"--dcbx {value!r} must be 'os' or 'fw'")
+        nic.dcbx = _DCBX[value]
     for value in options.get("--cable_len", []):
         nic.cable = parse_float(value, where, what="cable length")
 
@@ -172,6 +181,11 @@ def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, 
 
 
 def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if len(words) >= 5 and words[1] in ("-A", "--pause"):
+        settings = dict(zip(words[3::2], words[4::2], strict=False))
+        if any(v not in ("on", "off") for k, v in settings.items() if k in ("rx", "tx", "autoneg")):
+            raise where.error("ethtool -A takes rx/tx/autoneg on|off")
+        nics.setdefault(words[2], _Nic()).link_pause = "on" in (settings.get("rx"), settings.get("tx"))
     if len(words) >= 5 and words[1] == "--set-tunable" and words[3] == "pfc-prevention-tout":
         nics.setdefault(words[2], _Nic()).storm_ms = parse_float(words[4], where, what="pfc-prevention-tout")
 

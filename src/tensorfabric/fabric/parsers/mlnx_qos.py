@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
+from typing import Literal
 
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
@@ -44,6 +45,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     lines = text.splitlines()
     current_tc: int | None = None
     pfc_header = False
+    dcbx: Literal["os", "firmware"] | None = None
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         where = Where(source, number, line)
@@ -51,7 +53,9 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         if command and not line.startswith(("prio", "tc")):
             netdev = command.group(1)
             continue
-        if match := _TRUST.match(line):
+        if line.startswith("DCBX mode:"):
+            dcbx = "os" if "OS" in line else ("firmware" if "irmware" in line else None)
+        elif match := _TRUST.match(line):
             if match.group(1) not in _TRUSTS:
                 raise where.error(f"trust state {match.group(1)!r} must be 'dscp' or 'pcp'")
             trust = _TRUSTS[match.group(1)]
@@ -84,6 +88,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         cable_length_m=cable,
         strict_queues=frozenset(strict),
         dscp_to_priority=dscp_map if trust == "dscp" or dscp_map else None,
+        dcbx=dcbx,
     )
     return Deployed(
         device=device or device_from_source(source),

@@ -60,6 +60,9 @@ def _nic(host: str, nic: NicPlan) -> list[str]:
     out = [f"# {nic.netdev}" + (f" ({nic.rdma_device})" if nic.rdma_device else "")
            + f": {speed_label(nic.speed_bps)}{cable}, MTU {nic.mtu}",
            f"ip link set dev {dev} mtu {_num(nic.mtu, 576, 16384, 'mtu')}",
+           # PFC and link-level pause exclude each other (Intel E800 guide, Nokia PFC guide).
+           f"ethtool -A {dev} rx {'on' if nic.link_pause else 'off'} tx {'on' if nic.link_pause else 'off'}",
+           f"mlnx_qos -i {dev} --dcbx {'os' if nic.dcbx == 'os' else 'fw'}",
            f"mlnx_qos -i {dev} --trust {nic.trust}"]
     # Under PCP trust the DSCP map is unused, and writing it could flip some mlnx_qos versions to DSCP trust.
     for dscp, prio in sorted(nic.dscp_to_priority.items()) if nic.trust == "dscp" else ():

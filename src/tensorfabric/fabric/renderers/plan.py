@@ -85,6 +85,8 @@ class NicPlan:
     ecn_priorities: tuple[int, ...]
     storm_prevention_ms: int | None
     roce_tclass: int
+    link_pause: bool
+    dcbx: Literal["os", "firmware"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +207,8 @@ def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list
                 cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
                 cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,
                 ecn_priorities=pfc if ecn_on else (), storm_prevention_ms=storm,
-                roce_tclass=qos.nccl_tc(spec.nccl_for(host)),
+                roce_tclass=qos.nccl_tc(spec.nccl_for(host)), link_pause=bool(over.link_pause),
+                dcbx=(over.dcbx or qos.dcbx).owner,
             ))
         plans.append(HostPlan(host.name, tuple(nics), _nccl_env(spec, host, nccl_env_for)))
     return plans

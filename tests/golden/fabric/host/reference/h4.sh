@@ -6,6 +6,8 @@ set -euo pipefail
 
 # eth0 (mlx5_0): 400G, cable 5m, MTU 9000
 ip link set dev eth0 mtu 9000
+ethtool -A eth0 rx off tx off
+mlnx_qos -i eth0 --dcbx os
 mlnx_qos -i eth0 --trust dscp
 mlnx_qos -i eth0 --pfc 0,0,0,1,0,0,0,0
 mlnx_qos -i eth0 --cable_len 5

@@ -6,6 +6,8 @@ set -euo pipefail
 
 # eth0 (mlx5_0): 400G, cable 3m, MTU 9000
 ip link set dev eth0 mtu 9000
+ethtool -A eth0 rx off tx off
+mlnx_qos -i eth0 --dcbx os
 mlnx_qos -i eth0 --trust dscp
 mlnx_qos -i eth0 --pfc 0,0,0,1,0,0,0,0
 mlnx_qos -i eth0 --cable_len 3
@@ -18,6 +20,8 @@ if [ -e /sys/class/infiniband/mlx5_0/tc/1/traffic_class ]; then echo 106 > /sys/
 
 # eth1 (mlx5_1): 100G, cable 7m, MTU 9000
 ip link set dev eth1 mtu 9000
+ethtool -A eth1 rx off tx off
+mlnx_qos -i eth1 --dcbx os
 mlnx_qos -i eth1 --trust dscp
 mlnx_qos -i eth1 --pfc 0,0,0,1,0,0,0,0
 mlnx_qos -i eth1 --cable_len 7
