@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,17 @@ def test_progress_callbacks_cover_loading_and_generation(tiny: Path) -> None:
     first = run_rank(cfg, progress=bars)
     assert seen["loading"] == [3, 1, 1, 1] and seen["generating"] == [5, 1, 1, 1, 1, 1]
     assert run_rank(cfg).token_ids == first.token_ids  # seeded sampling repeats
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root for network namespaces")
+def test_run_in_the_lab(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--lab: one rank per namespace host over shaped links; rank 0's JSON comes back through the launcher."""
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    capsys.readouterr()
+    assert main(["run", "--lab", "2x1gbit", "--model", str(tiny), "--tp", "2", "--max-new-tokens", "4",
+                 "--ignore-eos", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tp"] == 2 and report["transport"] == "gloo/tcp" and len(report["token_ids"]) == 4
+    assert main(["run", "--lab", "3x1gbit", "--model", str(tiny), "--tp", "2"]) == 2  # 3 hosts != tp x pp
