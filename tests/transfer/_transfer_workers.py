@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import Group, SendRecv, get_codec, init
-from tensorfabric.transfer.compressed import error_bound_all_reduce
+from tensorfabric.transfer.compressed import compressed_all_reduce, error_bound_all_reduce
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
 
@@ -148,6 +148,13 @@ def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
                         "wire": wire, "expected_wire": padded * codec.bits // 8 + padded // 64 * 4,
                         "exact_zero": bool(kind != "zeros" or float(err.max()) == 0.0),
                     }
+                # Many pipeline segments (the default segment is larger than these test tensors).
+                t = inputs[rank].clone()
+                compressed_all_reduce(g, t, codec, "sum", segment_elems=64 * n)
+                err = (t.to(torch.float64) - exact).abs()
+                bound = error_bound_all_reduce(inputs, codec, n, out_dtype=dtype)
+                report[f"all_reduce/{name}/{kind}/{str(dtype)[6:]}/pipelined"] = {
+                    "max_err": float(err.max()), "violations": int((err > bound).sum()), "result": t.tolist()[:50]}
                 gathered = g.all_gather(inputs[rank].clone(), codec=codec)
                 blockmax = [torch.nn.functional.pad(x.to(torch.float64), (0, -numel % 64)).view(-1, 64).abs()
                             .amax(1).repeat_interleave(64)[:numel] for x in inputs]

@@ -4,19 +4,24 @@ all_reduce (sum or avg) of a tensor of N elements on n ranks, codec with block B
 
 1. Flatten to float32 and zero-pad to P (a multiple of n*B) so every rank's chunk of C = P/n elements is made
    of whole blocks and block boundaries are the same on every rank.
-2. Encode each of the n chunks; all_to_all sends chunk j to rank j (the reduce-scatter of quantized chunks --
-   a transport cannot add quantized values, so it only moves them).
-3. Rank j decodes the n copies of chunk j and adds them **in float32**, in rank order (never in the compressed
-   type).
+2. Encode each of the chunks of the other ranks; all_to_all sends chunk j to rank j (the reduce-scatter of
+   quantized chunks -- a transport cannot add quantized values, so it only moves them). A rank's own chunk
+   never leaves it and is not quantized.
+3. Rank j starts from its own float32 chunk and adds the n-1 decoded copies **in float32**, in rank order
+   (never in the compressed type).
 4. Rank j encodes its partial sum; all_gather moves the n encoded partial sums to everyone; each rank decodes
    all of them (its own too, so every rank holds bit-identical results) and casts back to the input dtype.
 
 Wire bytes = encoded size of the P padded elements = P*bits/8 + 4*P/B (payload + float32 scales); each rank
 sends (n-1)/n of that twice, exactly as a ring all_reduce sends 2(n-1)/n of the raw bytes.
 
+The steps run pipelined over segments of about PIPELINE_ELEMS elements (each a whole number of blocks per
+rank), so quantizing one segment overlaps the transfer of the previous one; block boundaries do not move.
+
 Error bound. Let M_i be the absmax of rank i's input over one block and S = sum_i M_i. Step 2 errs by at most
-u*M_i per input element, so the float32 partial sum p~ differs from the exact p by at most u*S; the decoded
-inputs are bounded by M_i, so the requantized block's absmax M~ <= S and step 4 adds at most u*M~ <= u*S.
+u*M_i per input element (0 for the own chunk), so the float32 partial sum p~ differs from the exact p by at
+most u*S; the decoded inputs are bounded by M_i, so the requantized block's absmax M~ <= S and step 4 adds at
+most u*M~ <= u*S.
 Hence, per element::
 
     |all_reduce(x) - sum_i x_i| <= 2*u*S + n*2**-24*S      (float32 accumulation, n adds)
@@ -31,7 +36,7 @@ final cast), with M_i its block absmax on rank i; blocks are taken over rank i's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError
 
@@ -44,6 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["compressed_all_gather", "compressed_all_reduce", "error_bound_all_reduce"]
 
 _FLOATS = ("torch.float32", "torch.bfloat16", "torch.float16")
+PIPELINE_ELEMS = 2**20
+"""Target segment length (elements; 4 MiB of float32): big enough that per-message latency stays small,
+small enough that a 16 MiB tensor gets four stages of overlap."""
 
 
 def _check(t: torch.Tensor, op: str) -> None:
@@ -53,50 +61,87 @@ def _check(t: torch.Tensor, op: str) -> None:
         raise InputError(f"codec all_reduce op: {op!r} is not one of sum, avg")
 
 
-def _exchange(group: Group, op: str, out: torch.Tensor, inp: torch.Tensor, gather: bool) -> None:
+def _exchange(group: Group, op: str, out: torch.Tensor, inp: torch.Tensor, gather: bool) -> Any:
+    """Start an all_to_all (or all_gather) of bytes; returns a work to wait on (None when already done)."""
     import torch.distributed as dist
 
     if group.pg is None:
         out.copy_(inp.repeat(group.size) if gather else inp)
-        return
+        return None
     try:
         if gather:
-            dist.all_gather_single(out, inp, group.pg)
-        else:
-            dist.all_to_all_single(out, inp, group=group.pg)
+            return dist.all_gather_single(out, inp, group.pg, async_op=True)
+        return dist.all_to_all_single(out, inp, group=group.pg, async_op=True)
     except RuntimeError as exc:
         raise group._error(exc, op) from exc
 
 
-def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: str = "sum") -> int:
-    """Reduce ``t`` in place through ``codec`` (see the module docstring); return the wire bytes."""
+def _wait(group: Group, op: str, work: Any) -> None:
+    if work is None:
+        return
+    try:
+        work.wait()
+    except RuntimeError as exc:
+        raise group._error(exc, op) from exc
+
+
+def _segments(padded: int, n: int, codec: BlockCodec, target: int) -> list[tuple[int, int]]:
+    """(start, length) of pipeline segments: whole blocks per rank, about ``target`` elements each."""
+    unit = n * codec.block
+    step = max(unit, target // unit * unit)
+    return [(start, min(step, padded - start)) for start in range(0, padded, step)]
+
+
+def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: str = "sum", *,
+                          segment_elems: int = PIPELINE_ELEMS) -> int:
+    """Reduce ``t`` in place through ``codec`` (see the module docstring); return the wire bytes.
+
+    Pipelined: the tensor is cut into segments of about ``PIPELINE_ELEMS`` elements, and while one segment's
+    bytes are on the wire the next one is being quantized or reduced (Gloo runs transfers on its own threads).
+    A rank's own chunk never leaves it, so it enters the float32 sum unquantized (the bound only improves).
+    """
     import torch
 
     _check(t, op)
-    n = group.size
+    n, me = group.size, group.rank
     flat = t.reshape(-1).to(torch.float32)
     numel = flat.numel()
     padded = codec.padded(numel, n)
     x = torch.nn.functional.pad(flat, (0, padded - numel)) if padded != numel else flat
-    chunk = padded // n
-    enc = codec.encoded_nbytes(chunk)
-    send = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
-    for j in range(n):
-        codec.encode_into(x[j * chunk:(j + 1) * chunk], send[j * enc:(j + 1) * enc])
-    recv = torch.empty_like(send)
-    _exchange(group, "all_reduce", recv, send, gather=False)
-    partial = torch.zeros(chunk, dtype=torch.float32, device=t.device)
-    for i in range(n):
-        codec.decode_add_(recv[i * enc:(i + 1) * enc], chunk, partial)
-    if op == "avg":
-        partial /= n
-    mine = codec.encode(partial)
-    gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
-    _exchange(group, "all_reduce", gathered, mine, gather=True)
     direct = t.dtype == torch.float32 and t.is_contiguous() and padded == numel
     result = t.view(-1) if direct else torch.empty(padded, dtype=torch.float32, device=t.device)
-    for i in range(n):
-        codec.decode_into(gathered[i * enc:(i + 1) * enc], chunk, result[i * chunk:(i + 1) * chunk])
+    segments = _segments(padded, n, codec, segment_elems)
+    stage1 = []
+    for start, length in segments:
+        chunk = length // n
+        enc = codec.encoded_nbytes(chunk)
+        send = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
+        for j in range(n):
+            if j != me:
+                codec.encode_into(x[start + j * chunk:start + (j + 1) * chunk], send[j * enc:(j + 1) * enc])
+        recv = torch.empty_like(send)
+        stage1.append((recv, _exchange(group, "all_reduce", recv, send, gather=False), send))
+    stage2 = []
+    for (start, length), (recv, work, _send) in zip(segments, stage1, strict=True):
+        chunk = length // n
+        enc = codec.encoded_nbytes(chunk)
+        _wait(group, "all_reduce", work)
+        partial = x[start + me * chunk:start + (me + 1) * chunk].clone()
+        for i in range(n):
+            if i != me:
+                codec.decode_add_(recv[i * enc:(i + 1) * enc], chunk, partial)
+        if op == "avg":
+            partial /= n
+        mine = codec.encode(partial)
+        gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
+        stage2.append((gathered, _exchange(group, "all_reduce", gathered, mine, gather=True), mine))
+    for (start, length), (gathered, work, _mine) in zip(segments, stage2, strict=True):
+        chunk = length // n
+        enc = codec.encoded_nbytes(chunk)
+        _wait(group, "all_reduce", work)
+        for i in range(n):
+            codec.decode_into(gathered[i * enc:(i + 1) * enc], chunk,
+                              result[start + i * chunk:start + (i + 1) * chunk])
     if not direct:
         t.copy_(result[:numel].view(t.shape))
     return codec.encoded_nbytes(padded)
@@ -115,7 +160,7 @@ def compressed_all_gather(group: Group, t: torch.Tensor, codec: BlockCodec) -> t
     mine = codec.encode(x)
     enc = mine.numel()
     gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
-    _exchange(group, "all_gather", gathered, mine, gather=True)
+    _wait(group, "all_gather", _exchange(group, "all_gather", gathered, mine, gather=True))
     out = torch.empty((n * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
     rows = out.view(n, numel)
     scratch = torch.empty(padded, dtype=torch.float32, device=t.device)
