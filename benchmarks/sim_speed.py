@@ -25,6 +25,7 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def heapq_events_per_s(n: int = 400_000) -> float:
     return n / (time.perf_counter() - start)
 
 
-def case(k: int, size: float, cc: str, step_s: float) -> dict[str, object]:
+def case(k: int, size: float, cc: str, step_s: float) -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
     fabric = fat_tree(k, RATE)
     flows = permutation([h.name for h in fabric.hosts], size, seed=1)
@@ -89,7 +90,7 @@ def main() -> None:
     for k, size in ((8, 32e6), (16, 4e6)):
         for cc in modes:
             r = case(k, size, cc, args.step)
-            r["baseline_heapq_wall_s"] = r["packet_hop_events"] / rate  # type: ignore[operator]
+            r["baseline_heapq_wall_s"] = r["packet_hop_events"] / rate
             results.append(r)
             fct = r["fct_s"]
             print(f"k={k:<2} {r['hosts']:>4} hosts x {size / 1e6:g} MB  dcqcn={cc:<8} wall {r['wall_s']:.2f}s "
