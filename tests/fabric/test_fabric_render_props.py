@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorfabric.fabric.parsers import parse_text
@@ -53,6 +53,9 @@ def _qos(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+# Each example renders and parses a whole seven-device fabric; 50 keep this file within the suite's time budget
+# (600 examples were run by hand while developing).
+@settings(max_examples=50)
 @given(_qos())
 def test_random_plans_round_trip(qos: dict[str, Any]) -> None:
     spec = FabricSpec.model_validate({**_base(), "qos": qos})
