@@ -159,6 +159,7 @@ def test_explicit_format_and_device_override() -> None:
     ("qos profile P\n   qos trust maybe\n", "a.eos", "must be 'dscp' or 'cos'"),
     ("interface Ethernet1\n   service-profile MISSING\n", "a.eos", "not defined above"),
     ("interface Ethernet9-2\n   service-profile P\n", "a.eos", "run upwards"),
+    ("interface " + ",".join(["Ethernet1-4000"] * 5) + "\n   mtu 9000\n", "a.eos", "more than 16384 ports"),
     ("system qos\n  service-policy type qos input NOPE\n", "a.nxos", "is not defined"),
     ("policy-map type queuing Q\n  class type queuing c-out-8q-q9\n    priority level 1\n", "a.nxos",
      "c-out-8q-q0..7"),

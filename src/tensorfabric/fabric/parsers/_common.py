@@ -87,6 +87,7 @@ def parse_priorities(text: str, where: Where, *, what: str, hi: int = 7) -> froz
     return frozenset(found)
 
 
+_MAX_INTERFACES = 16384  # far above any switch; stops a hostile line from expanding into millions of ports
 _IFACE = re.compile(r"^([A-Za-z][A-Za-z-]*?)\s*((?:\d+/)*)(\d+)$")
 
 
@@ -118,6 +119,8 @@ def expand_interfaces(text: str, where: Where) -> list[str]:
         if end < start or end - start > 4096:
             raise where.error(f"interface range {item!r} must run upwards over at most 4096 ports")
         names.extend(f"{kind}{slots}{n}" for n in range(start, end + 1))
+        if len(names) > _MAX_INTERFACES:
+            raise where.error(f"interface list {text[:40]!r} names more than {_MAX_INTERFACES} ports")
     return names
 
 
