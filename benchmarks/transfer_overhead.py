@@ -1,13 +1,14 @@
 """Cost of tensorfabric's recorded collective path against a raw torch.distributed loop, same run.
 
 2 Gloo ranks on loopback, all_reduce of 1 MiB .. 64 MiB float32. For each size the two loops alternate
-(``rounds`` times, order flipped every round, ``iters`` calls each) so that load drifts hit both alike. Each
+(``rounds`` times, order flipped every round, ``max(iters, 32 / size in MiB)`` calls each) so that load
+drifts hit both alike. Each
 round gives one paired ratio recorded/raw; the overhead of a size is the median of its paired ratios minus 1,
 and the headline is the median over all paired ratios of all sizes.
 A second, noise-free figure isolates the bookkeeping: the per-call cost of Group.all_reduce on a world of
 one (identity + stats) -- the only work the recorded path adds to a real collective.
 
-Usage: python benchmarks/transfer_overhead.py [--rounds 9] [--iters 3]; writes
+Usage: python benchmarks/transfer_overhead.py [--rounds 15] [--iters 3]; writes
 benchmarks/results/transfer_overhead.json.
 """
 
@@ -35,22 +36,24 @@ def rank_body(rank: int, rounds: int, iters: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for mib in SIZES_MIB:
         t = torch.zeros(mib * 2**20 // 4)  # zeros: repeated sums neither grow nor overflow
+        # Small sizes get more calls per window so one scheduler hiccup does not decide a round.
+        calls = max(iters, 32 // mib)
 
-        def raw(t: torch.Tensor = t) -> float:
+        def raw(t: torch.Tensor = t, calls: int = calls) -> float:
             group.barrier()
             t0 = time.perf_counter()
-            for _ in range(iters):
+            for _ in range(calls):
                 dist.all_reduce(t)
-            return (time.perf_counter() - t0) / iters
+            return (time.perf_counter() - t0) / calls
 
-        def recorded(t: torch.Tensor = t) -> float:
+        def recorded(t: torch.Tensor = t, calls: int = calls) -> float:
             group.barrier()
             t0 = time.perf_counter()
-            for _ in range(iters):
+            for _ in range(calls):
                 group.all_reduce(t)
-            return (time.perf_counter() - t0) / iters
+            return (time.perf_counter() - t0) / calls
 
-        raw(), recorded()  # warm-up: connections, buffers
+        raw(), recorded(), raw(), recorded()  # warm-up: connections, buffers, Gloo threads
         raws, recs = [], []
         for r in range(rounds):
             if r % 2:
@@ -80,7 +83,7 @@ def bookkeeping_us(calls: int = 20000) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iters", type=int, default=3)
     args = parser.parse_args()
     from tensorfabric.fsutil import atomic_write_text
