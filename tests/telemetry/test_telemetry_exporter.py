@@ -96,3 +96,24 @@ def test_listen_remote_needs_consent() -> None:
     assert parse_listen("127.0.0.1:9108") == ("127.0.0.1", 9108)
     assert parse_listen("[::1]:9108") == ("::1", 9108)
     assert parse_listen("0.0.0.0:9108", allow_remote=True) == ("0.0.0.0", 9108)
+
+
+def _parsed(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_fast_renderer_exposes_what_prometheus_client_exposes() -> None:
+    from tensorfabric.telemetry.exporter import render_fast
+    from tensorfabric.telemetry.exposition import TextRenderer
+
+    monitor = Monitor()
+    for samples in trace("storm", polls=12, onset=8 * 15.0 + 1):
+        monitor.ingest(samples)
+    monitor.ingest([s for s in next(iter(trace("loss", polls=1))) if s.metric == "roce_discards_total"])
+    renderer = TextRenderer()
+    fast = render_fast(monitor, renderer).decode()
+    assert _parsed(fast) == _parsed(render(monitor).decode())
+    assert render_fast(monitor, renderer).decode() == fast  # cached prefixes give the same text again

@@ -27,6 +27,7 @@ __all__ = ["Monitor", "PollResult", "SourceStatus"]
 log = logging.getLogger(__name__)
 
 History = dict[str, dict[Labels, list[Point]]]
+Series = tuple[str, Labels]
 
 
 @dataclass(slots=True)
@@ -65,6 +66,7 @@ class Monitor:
         self._coarse: History = defaultdict(dict)
         self._latest: dict[tuple[str, Labels], Sample] = {}
         self._owner: dict[tuple[str, Labels], str] = {}
+        self._keys: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
         self._since: dict[tuple[str, str, str], float] = {}
         self._evaluated_until = float("-inf")
         self._coarse_changed = False
@@ -77,7 +79,8 @@ class Monitor:
 
     @property
     def counter_events(self) -> list[CounterEvent]:
-        return self.rates.events
+        """The most recent counter wraps and resets (bounded)."""
+        return list(self.rates.events)
 
     def window(self) -> Window:
         """The short-horizon window the detectors saw last."""
@@ -87,9 +90,13 @@ class Monitor:
         """The newest sample of every series seen so far."""
         return list(self._latest.values())
 
+    def latest_by_series(self) -> dict[tuple[str, Labels], Sample]:
+        """The newest sample of every series, keyed by its series identity (metric, sorted labels)."""
+        return dict(self._latest)
+
     def poll(self) -> PollResult:
         """Read every source once; a failing source is recorded and the others carry on."""
-        samples: list[Sample] = []
+        samples: list[tuple[Series, Sample]] = []
         errors: dict[str, tuple[str, ...]] = {}
         for source in self.sources:
             status = self.status.setdefault(source.name, SourceStatus())
@@ -110,37 +117,51 @@ class Monitor:
                 for message in problems[:5]:
                     log.warning("source %s: %s", source.name, message)
             samples += kept
-        self.ingest(samples)
-        return PollResult(self.clock() if not samples else max(s.time for s in samples), tuple(samples),
-                          self.alerts, errors)
+        self._ingest_keyed(samples)
+        plain = tuple(sample for _, sample in samples)
+        return PollResult(self.clock() if not plain else max(s.time for s in plain), plain, self.alerts, errors)
 
-    def _claim(self, name: str, samples: Iterable[Sample]) -> tuple[list[Sample], tuple[str, ...]]:
+    def _claim(self, name: str, samples: Iterable[Sample]) -> tuple[list[tuple[Series, Sample]], tuple[str, ...]]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
 
         Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
         interleave two readings of one series and turn their difference into a bogus rate, wrap or reset.
         """
-        kept: list[Sample] = []
+        kept: list[tuple[Series, Sample]] = []
         clashes: dict[str, str] = {}
         for sample in samples:
-            owner = self._owner.setdefault(sample.series, name)
+            key = self._series_key(sample)  # computed once per sample and passed along
+            owner = self._owner.setdefault(key, name)
             if owner == name:
-                kept.append(sample)
+                kept.append((key, sample))
             else:
                 clashes.setdefault(owner, sample.metric)
         return kept, tuple(f"series already read by {owner} (e.g. {metric}) dropped from this source"
                            for owner, metric in clashes.items())
 
+    def _series_key(self, sample: Sample) -> Series:
+        """``sample.series`` without re-sorting labels seen before (sources emit the same label sets each poll)."""
+        raw = (sample.metric, tuple(sample.labels.items()))
+        key = self._keys.get(raw)
+        if key is None:
+            if len(self._keys) > 500_000:  # label churn must not grow the cache without bound
+                self._keys.clear()
+            key = self._keys[raw] = sample.series
+        return key
+
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
-        by_time: dict[float, list[Sample]] = defaultdict(list)
-        for sample in samples:
-            by_time[sample.time].append(sample)
+        return self._ingest_keyed([(self._series_key(s), s) for s in samples])
+
+    def _ingest_keyed(self, samples: list[tuple[Series, Sample]]) -> tuple[Alert, ...]:
+        by_time: dict[float, list[tuple[Series, Sample]]] = defaultdict(list)
+        for item in samples:
+            by_time[item[1].time].append(item)
         for t in sorted(by_time):
             group = by_time[t]
-            self.rates.update(group)
-            for sample in group:
-                self._add(sample)
+            self.rates.update_keyed(group, rates_wanted=False)
+            for key, sample in group:
+                self._add(key, sample)
             if t > self._evaluated_until:
                 self._now = t
                 self._trim(t)
@@ -148,8 +169,7 @@ class Monitor:
                 self._evaluated_until = t
         return self.alerts
 
-    def _add(self, sample: Sample) -> None:
-        key = sample.series
+    def _add(self, key: Series, sample: Sample) -> None:
         current = self._latest.get(key)
         if current is None or current.time <= sample.time:
             self._latest[key] = sample

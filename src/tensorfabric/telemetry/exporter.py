@@ -1,37 +1,31 @@
-"""Prometheus exporter: a custom Collector that builds every metric family fresh on each scrape.
+"""Prometheus exporter: a custom Collector that builds every metric family fresh on each scrape, and the server.
 
-Nothing is held in prometheus_client's stateful metric objects: the collector renders the monitor's newest
-sample per series, the active alerts (``tensorfabric_alert{detector,severity,subject} 1``), per-source health
-(``tensorfabric_source_up``, ``tensorfabric_source_errors_total``) and counter resets/wraps seen by the rate
-tracker. A source that fails is reported there while every other source's metrics keep being served.
-prometheus_client is imported only in this module.
+Nothing is held in prometheus_client's stateful metric objects: each scrape takes a :func:`snapshot` of the
+monitor -- newest sample per series, ``tensorfabric_alert{detector,severity,subject} 1`` for active alerts,
+``tensorfabric_source_up`` / ``tensorfabric_source_errors_total`` per source, counter resets and wraps -- so
+a source that fails is reported while every other source keeps being served. :class:`FabricCollector` plugs
+into any prometheus_client registry; the built-in server renders the same snapshot with the cached
+:class:`TextRenderer` (see exposition.py for why). prometheus_client is imported only in this module.
 """
 
 from __future__ import annotations
 
-import re
 import threading
-from collections import defaultdict
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tensorfabric.errors import InputError
-from tensorfabric.samples import Sample
 from tensorfabric.telemetry.engine import Monitor
+from tensorfabric.telemetry.exposition import Family, TextRenderer, snapshot
 from tensorfabric.telemetry.metrics import METRICS
 
-__all__ = ["FabricCollector", "exported_names", "parse_listen", "render", "serve"]
+__all__ = ["FabricCollector", "exported_names", "parse_listen", "render", "render_fast", "serve"]
 
-_BAD = re.compile(r"[^a-zA-Z0-9_:]")
 _LOOPBACK = ("127.", "::1", "localhost")
-
-_OWN = {
-    "tensorfabric_alert": "gauge",
-    "tensorfabric_source_up": "gauge",
-    "tensorfabric_source_errors_total": "counter",
-    "tensorfabric_counter_resets_total": "counter",
-    "tensorfabric_poll_samples": "gauge",
-}
+_OWN = ("tensorfabric_alert", "tensorfabric_source_up", "tensorfabric_source_errors_total",
+        "tensorfabric_counter_resets_total", "tensorfabric_poll_samples")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def exported_names() -> set[str]:
@@ -39,13 +33,18 @@ def exported_names() -> set[str]:
     return set(METRICS) | set(_OWN)
 
 
-def _family(kind: str, name: str, doc: str, labels: list[str]) -> Any:
+def _client_family(family: Family) -> Any:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    if kind == "counter":
+    if family.kind == "counter":
         # the client appends _total to counter families itself
-        return CounterMetricFamily(name.removesuffix("_total"), doc, labels=labels)
-    return GaugeMetricFamily(name, doc, labels=labels)
+        built: Any = CounterMetricFamily(family.name.removesuffix("_total"), family.help,
+                                         labels=list(family.labelnames))
+    else:
+        built = GaugeMetricFamily(family.name, family.help, labels=list(family.labelnames))
+    for values, number in family.rows:
+        built.add_metric(list(values), number)
+    return built
 
 
 class FabricCollector:
@@ -63,63 +62,25 @@ class FabricCollector:
         with self._lock:
             if self.poll_on_scrape:
                 self.monitor.poll()
-            samples = self.monitor.latest()
-            alerts = self.monitor.alerts
-            status = dict(self.monitor.status)
-            events = list(self.monitor.counter_events)
-        yield from self._samples(samples)
-        alert = _family("gauge", "tensorfabric_alert", "1 for every active detector alert",
-                        ["detector", "severity", "subject"])
-        for a in alerts:
-            alert.add_metric([a.detector, a.severity, a.subject], 1.0)
-        yield alert
-        up = _family("gauge", "tensorfabric_source_up", "1 if the source's last poll read anything", ["source"])
-        errors = _family("counter", "tensorfabric_source_errors_total",
-                         "Errors met by a source (failed polls, bad files or counters)", ["source"])
-        for name, st in sorted(status.items()):
-            up.add_metric([name], 1.0 if st.up else 0.0)
-            errors.add_metric([name], float(st.errors_total))
-        yield up
-        yield errors
-        resets = _family("counter", "tensorfabric_counter_resets_total",
-                         "Counters that went down between polls, by metric and kind (wrap or reset)",
-                         ["metric", "kind"])
-        counts: dict[tuple[str, str], int] = defaultdict(int)
-        for event in events:
-            counts[(event.metric, event.kind)] += 1
-        for (metric, kind), count in sorted(counts.items()):
-            resets.add_metric([metric, kind], float(count))
-        yield resets
-        polled = _family("gauge", "tensorfabric_poll_samples", "Samples held from the latest polls", [])
-        polled.add_metric([], float(len(samples)))
-        yield polled
-
-    @staticmethod
-    def _samples(samples: list[Sample]) -> Iterator[Any]:
-        by_metric: dict[str, list[Sample]] = defaultdict(list)
-        for s in samples:
-            by_metric[s.metric].append(s)
-        for metric, group in sorted(by_metric.items()):
-            name = _BAD.sub("_", metric)
-            entry = METRICS.get(metric)
-            kind = entry.kind if entry else group[0].kind
-            if kind == "counter" and not name.endswith("_total"):
-                name += "_total"
-            labels = sorted({k for s in group for k in s.labels})
-            family = _family(kind, name, entry.help if entry else f"{metric} (from replay)",
-                             [_BAD.sub("_", k) for k in labels])
-            for s in group:
-                family.add_metric([s.labels.get(k, "") for k in labels], s.value)
-            yield family
+            families = snapshot(self.monitor)
+        for family in families:
+            yield _client_family(family)
 
 
 def render(monitor: Monitor, *, poll: bool = False) -> bytes:
-    """The exposition text of one scrape (what GET /metrics returns)."""
+    """One scrape through prometheus_client's own exposition code."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FabricCollector(monitor, poll_on_scrape=poll))  # type: ignore[arg-type]
     return bytes(generate_latest(registry))
+
+
+def render_fast(monitor: Monitor, renderer: TextRenderer, *, poll: bool = False) -> bytes:
+    """One scrape through the cached text renderer (what the built-in server sends)."""
+    if poll:
+        monitor.poll()
+    return renderer.render_monitor(monitor)
 
 
 def parse_listen(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
@@ -134,11 +95,36 @@ def parse_listen(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
     return host, int(port)
 
 
-def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock) -> tuple[Any, threading.Thread]:
-    """Start the HTTP exporter in a daemon thread; returns (server, thread). Call server.shutdown() to stop."""
-    from prometheus_client import CollectorRegistry, start_http_server
+def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Serve ``/metrics`` in a daemon thread; returns (server, thread). Call server.shutdown() to stop."""
+    renderer = TextRenderer()
 
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(FabricCollector(monitor, lock=lock))  # type: ignore[arg-type]
-    server, thread = start_http_server(port, addr=host, registry=registry)
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 -- the http.server API
+            if self.path.split("?")[0] not in ("/", "/metrics"):
+                self.send_error(404, "only /metrics is served")
+                return
+            with lock:
+                body = renderer.render_monitor(monitor)
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- keep scrapes out of stderr
+            return
+
+    server_class = ThreadingHTTPServer
+    if ":" in host:
+        import socket
+
+        class V6Server(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        server_class = V6Server
+    server = server_class((host, port), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="tensorfabric-exporter", daemon=True)
+    thread.start()
     return server, thread

@@ -11,6 +11,7 @@ drop is a reset, and the increase since the reset is the new value itself (count
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -64,14 +65,25 @@ class RateTracker:
 
     def __init__(self) -> None:
         self._last: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, float]] = {}
-        self.events: list[CounterEvent] = []
+        self.events: deque[CounterEvent] = deque(maxlen=1000)
+        """The most recent wraps and resets (bounded: a monitor runs for months)."""
+        self.event_counts: dict[tuple[str, str], int] = {}
+        """How many wraps/resets each metric has had, by (metric, kind)."""
 
     def update(self, samples: Iterable[Sample]) -> list[Rate]:
+        return self.update_keyed([(s.series, s) for s in samples])
+
+    def update_keyed(self, samples: Iterable[tuple[tuple[str, tuple[tuple[str, str], ...]], Sample]], *,
+                     rates_wanted: bool = True) -> list[Rate]:
+        """Like :meth:`update` for samples whose series identity the caller already computed.
+
+        With ``rates_wanted=False`` only the last values and the wrap/reset events are kept (the engine's case:
+        its detectors compute rates from their window).
+        """
         rates: list[Rate] = []
-        for sample in samples:
+        for key, sample in samples:
             if sample.kind != "counter":
                 continue
-            key = sample.series
             before = self._last.get(key)
             if before is not None and before[0] >= sample.time:
                 continue  # same or older poll: nothing new to say
@@ -82,5 +94,8 @@ class RateTracker:
             increase, event = counter_delta(before[1], sample.value, entry.wrap if entry else None)
             if event:
                 self.events.append(CounterEvent(sample.metric, key[1], sample.time, event, before[1], sample.value))
-            rates.append(Rate(sample.metric, key[1], before[0], sample.time, increase))
+                count_key = (sample.metric, event)
+                self.event_counts[count_key] = self.event_counts.get(count_key, 0) + 1
+            if rates_wanted:
+                rates.append(Rate(sample.metric, key[1], before[0], sample.time, increase))
         return rates

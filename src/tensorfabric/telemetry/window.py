@@ -47,19 +47,21 @@ class Window:
         self._memo: dict[tuple[str, Labels, int | None], list[tuple[float, float, float]]] = {}
         self.memo: dict[tuple[object, ...], Any] = {}
         """Scratch space for detectors sharing derived values within one evaluation."""
-        self.times = sorted({t for series in grouped.values() for pts in series.values() for t, _ in pts})
 
     @classmethod
     def from_points(cls, data: Mapping[str, Mapping[Labels, list[Point]]]) -> Window:
         """A window over already grouped, time-sorted points (the engine's history)."""
         window = cls(())
         window._data = data
-        window.times = sorted({pts[-1][0] for series in data.values() for pts in series.values() if pts})
         return window
 
     @property
     def end(self) -> float:
-        return self.times[-1] if self.times else 0.0
+        """Time of the newest point in the window (0 when empty)."""
+        if ("end",) not in self.memo:
+            self.memo["end",] = max((pts[-1][0] for series in self._data.values() for pts in series.values() if pts),
+                                    default=0.0)
+        return float(self.memo["end",])
 
     def metrics(self) -> set[str]:
         return set(self._data)

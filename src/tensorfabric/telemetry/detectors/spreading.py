@@ -13,24 +13,25 @@ from tensorfabric.telemetry.window import Labels, Window, subject_of
 __all__ = ["DETECTOR", "detect"]
 
 
-def _relays(window: Window, limits: Thresholds, back: int) -> set[Labels]:
-    """Ports relaying pause in the interval ``back`` steps before the last one."""
-    shares: dict[str, dict[Labels, float]] = {"rx": {}, "tx": {}}
-    for direction in shares:
+def _relays_per_interval(window: Window, limits: Thresholds, intervals: int = 3) -> list[set[Labels]]:
+    """Ports relaying pause in each of the last ``intervals`` intervals, oldest first."""
+    shares: dict[str, list[dict[Labels, float]]] = {"rx": [{} for _ in range(intervals)],
+                                                     "tx": [{} for _ in range(intervals)]}
+    for direction, per_interval in shares.items():
         for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
-            steps = window.increases("roce_pfc_paused_seconds_total", labels, back + 1)
-            if len(steps) > back:
-                t0, t1, inc = steps[-1 - back]
-                shares[direction][without(labels, "direction")] = inc / (t1 - t0) if t1 > t0 else 0.0
-    return {k for k, f in shares["rx"].items()
-            if f >= limits.spread_fraction and shares["tx"].get(k, 0.0) >= limits.spread_fraction}
+            steps = window.increases("roce_pfc_paused_seconds_total", labels, intervals)
+            for back, (t0, t1, inc) in enumerate(reversed(steps)):
+                per_interval[intervals - 1 - back][without(labels, "direction")] = inc / (t1 - t0) if t1 > t0 else 0.0
+    return [{k for k, f in rx.items() if f >= limits.spread_fraction and tx.get(k, 0.0) >= limits.spread_fraction}
+            for rx, tx in zip(shares["rx"], shares["tx"], strict=True)]
 
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
-    counts = [len(_relays(window, limits, back)) for back in (2, 1, 0)]
-    relays = _relays(window, limits, 0)
+    history = _relays_per_interval(window, limits)
+    relays = history[-1]
     if len(relays) < limits.spread_min_ports:
         return []
+    counts = [len(r) for r in history]
     growing = counts[0] < counts[1] < counts[2]
     devices = sorted({dict(k).get("host", "") for k in relays})
     return [Alert("congestion-spreading", "critical" if growing else "warning",

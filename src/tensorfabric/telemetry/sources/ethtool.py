@@ -79,24 +79,36 @@ def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[s
     return values, errors
 
 
+def _mapping(key: str) -> tuple[str, dict[str, str], float] | None:
+    """(metric, labels beyond host/device/port, scale) for an ethtool key; None for keys outside the allowlist."""
+    if (m := _PRIO.match(key)) is not None:
+        metric, fixed, scale = _PER_PRIO[m.group(3)]
+        return metric, {"direction": m.group(1), "priority": m.group(2), **fixed}, scale
+    if (m := _GLOBAL.match(key)) is not None:
+        metric, fixed, scale = _PER_PRIO[m.group(2)]
+        return metric, {"direction": m.group(1), "priority": "global", **fixed}, scale
+    return _PLAIN.get(key)
+
+
+# key -> mapping, filled on first sight: a NIC exposes the same few hundred keys on every poll
+_MAPPINGS: dict[str, tuple[str, dict[str, str], float] | None] = {}
+
+
 def ethtool_samples(values: dict[str, float], *, time: float, host: str, device: str,
                     source: str) -> list[Sample]:
     """The allowlisted keys of ``values`` as canonical Samples (labels host, device, port)."""
-    base = {"host": host, "device": device, "port": "1"}
     out: list[Sample] = []
     for key, value in values.items():
-        entry = None
-        extra: dict[str, str] = {}
-        if (m := _PRIO.match(key)) is not None:
-            entry, extra = _PER_PRIO[m.group(3)], {"direction": m.group(1), "priority": m.group(2)}
-        elif (m := _GLOBAL.match(key)) is not None:
-            entry, extra = _PER_PRIO[m.group(2)], {"direction": m.group(1), "priority": "global"}
-        else:
-            entry = _PLAIN.get(key)
+        if key not in _MAPPINGS:
+            if len(_MAPPINGS) > 10_000:  # garbage input must not grow the cache without bound
+                _MAPPINGS.clear()
+            _MAPPINGS[key] = _mapping(key)
+        entry = _MAPPINGS[key]
         if entry is None:
             continue
-        metric, fixed, scale = entry
-        out.append(Sample(time, metric, METRICS[metric].kind, value * scale, {**base, **extra, **fixed}, source))
+        metric, extra, scale = entry
+        labels = {"host": host, "device": device, "port": "1", **extra}
+        out.append(Sample(time, metric, METRICS[metric].kind, value * scale, labels, source))
     return out
 
 
