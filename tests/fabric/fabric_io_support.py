@@ -73,22 +73,26 @@ def host_mismatches(plan: HostPlan, got: Deployed) -> list[str]:
     for nic in plan.nics:
         dp = got.port(nic.netdev)
         where = f"nic {nic.netdev}"
+        mlx5 = nic.vendor.lower() in ("nvidia", "mellanox")
         check(f"{where} trust", nic.trust, dp.trust)
         check(f"{where} pfc", frozenset(nic.pfc), dp.pfc_priorities)
         check(f"{where} mtu", nic.mtu, dp.mtu)
+        check(f"{where} link pause", nic.link_pause, dp.link_pause)
+        if nic.trust == "dscp":
+            table = dp.dscp_to_priority or {}
+            default = (lambda d: d >> 3) if mlx5 else (lambda d: 0)
+            check(f"{where} dscp map", {d: nic.dscp_explicit.get(d, default(d)) for d in range(64)},
+                  {d: table.get(d) for d in range(64)})
+        if not mlx5:
+            continue  # DCQCN, CNP, storm prevention and DCBX have no vendor-neutral commands
         check(f"{where} cnp dscp", nic.cnp_dscp, dp.cnp_dscp)
         check(f"{where} cnp priority", nic.cnp_priority, dp.cnp_priority)
         check(f"{where} ecn priorities", frozenset(nic.ecn_priorities), dp.ecn_priorities)
-        if nic.trust == "dscp":
-            table = dp.dscp_to_priority or {}
-            check(f"{where} dscp map", {d: nic.dscp_to_priority.get(d, d >> 3) for d in range(64)},
-                  {d: table.get(d) for d in range(64)})
         if nic.cable_length_m is not None:
             check(f"{where} cable", float(math.ceil(nic.cable_length_m)), dp.cable_length_m)
         if nic.storm_prevention_ms:
             check(f"{where} storm prevention", float(nic.storm_prevention_ms),
                   dp.watchdog.detection_ms if dp.watchdog else None)
             check(f"{where} storm prevention field", float(nic.storm_prevention_ms), dp.storm_prevention_ms)
-        check(f"{where} link pause", nic.link_pause, dp.link_pause)
         check(f"{where} dcbx", nic.dcbx, dp.dcbx)
     return bad

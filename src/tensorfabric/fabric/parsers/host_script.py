@@ -1,7 +1,8 @@
 """A host set-up shell script (ours, or a doRoCE-style one) into a host :class:`Deployed`.
 
 Understands the commands :mod:`tensorfabric.fabric.renderers.host` writes and the ones NVIDIA's doRoCE
-uses: ``mlnx_qos -i IF`` with ``--trust``, ``--pfc``, ``--dscp2prio set,D,P`` and ``--cable_len``;
+uses: ``mlnx_qos -i IF`` with ``--trust``, ``--pfc``, ``--dscp2prio set,D,P``, ``--dcbx`` and ``--cable_len``;
+iproute2 ``dcb app add|replace|del|flush dev IF dscp-prio D:P...`` and ``dcb pfc set dev IF prio-pfc P:on...``;
 ``ip link set dev IF mtu N``; ``echo V > /sys/class/net/IF/ecn/...`` for DCQCN enables and the CNP DSCP and
 priority; ``ethtool --set-tunable IF pfc-prevention-tout MS``; and NCCL settings written with ``export`` or
 into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do more than QoS.
@@ -31,7 +32,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def sniff(text: str) -> bool:
-    return text.startswith("#!") and ("mlnx_qos" in text or "/sys/class/net/" in text)
+    return text.startswith("#!") and any(cmd in text for cmd in ("mlnx_qos", "/sys/class/net/", "dcb "))
 
 
 @dataclass
@@ -48,6 +49,8 @@ class _Nic:
     storm_ms: float | None = None
     link_pause: bool | None = None
     dcbx: Literal["os", "firmware"] | None = None
+    dcb_app: bool = False
+    """DSCP map set through iproute2 dcb: DSCPs it does not list go to priority 0, not DSCP >> 3."""
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -69,7 +72,8 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
     if not sniff(text):
-        raise Where(source).error("not a host set-up script: expected '#!' and mlnx_qos or /sys/class/net commands")
+        raise Where(source).error("not a host set-up script: expected '#!' and mlnx_qos, dcb or /sys/class/net "
+                                  "commands")
     nics: dict[str, _Nic] = {}
     env: dict[str, str] = {}
     for number, line in _logical_lines(text):
@@ -98,7 +102,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
 def _port(netdev: str, nic: _Nic) -> PortQos:
     dscp: dict[int, int] | None = None
     if nic.trust == "dscp" or nic.dscp_sets:
-        dscp = {**_DEFAULT_DSCP, **nic.dscp_sets}
+        dscp = {**(dict.fromkeys(range(64), 0) if nic.dcb_app else _DEFAULT_DSCP), **nic.dscp_sets}
     watchdog = Watchdog(enabled=nic.storm_ms > 0, detection_ms=nic.storm_ms, action="nic-storm-prevention") \
         if nic.storm_ms is not None else None
     return PortQos(
@@ -217,7 +221,40 @@ def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str
             env[name] = value
 
 
+def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+    if len(words) < 5 or words[3] != "dev":
+        return
+    obj, verb, dev, args = words[1], words[2], words[4], words[5:]
+    nic = nics.setdefault(dev, _Nic())
+    if obj == "app" and "dscp-prio" in args:
+        pairs = args[args.index("dscp-prio") + 1:]
+        if verb == "flush":
+            nic.dscp_sets.clear()
+            nic.trust, nic.dcb_app = "pcp", True
+            return
+        nic.dcb_app = True
+        for pair in pairs:
+            dscp, sep, prio = pair.partition(":")
+            if not sep:
+                raise where.error(f"dscp-prio entry {pair!r} must be DSCP:PRIO such as 26:3")
+            d = parse_int(dscp, where, what="dscp", lo=0, hi=63)
+            if verb == "del":
+                nic.dscp_sets.pop(d, None)
+            else:
+                nic.dscp_sets[d] = parse_int(prio, where, what="priority", lo=0, hi=7)
+        nic.trust = "dscp" if nic.dscp_sets else "pcp"
+    elif obj == "pfc" and verb == "set" and "prio-pfc" in args:
+        enabled = set(nic.pfc or ())
+        for pair in args[args.index("prio-pfc") + 1:]:
+            prio, sep, state = pair.partition(":")
+            if not sep or state not in ("on", "off"):
+                raise where.error(f"prio-pfc entry {pair!r} must be PRIO:on or PRIO:off")
+            (enabled.add if state == "on" else enabled.discard)(parse_int(prio, where, what="priority", lo=0, hi=7))
+        nic.pfc = frozenset(enabled)
+
+
 _Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], None]
 _COMMANDS: dict[str, _Handler] = {
-    "mlnx_qos": _mlnx_qos, "ip": _ip, "echo": _echo, "ethtool": _ethtool, "printf": _printf, "export": _export,
+    "mlnx_qos": _mlnx_qos, "dcb": _dcb, "ip": _ip, "echo": _echo, "ethtool": _ethtool, "printf": _printf,
+    "export": _export,
 }

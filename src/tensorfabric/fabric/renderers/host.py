@@ -1,5 +1,6 @@
-"""Per-host bash script: NIC trust, DSCP map and PFC mask (mlnx_qos), MTU, DCQCN enables and CNP marking
-(MLNX_OFED sysfs), NIC PFC-storm prevention, the global RoCE traffic class and the NCCL environment.
+"""Per-host bash script: per NIC the QoS commands of its vendor's dialect (``host_mlx5``: mlnx_qos trust, DSCP
+map and PFC mask, DCQCN enables and CNP marking in the MLNX_OFED sysfs, storm prevention, global traffic class;
+``host_dcb`` for other vendors: iproute2 ``dcb`` APP table and PFC), MTU and link pause, then the NCCL environment.
 
 Every value that reaches the script is checked (interface and device names against what Linux accepts,
 numbers against their ranges, environment names and values against NAME=value rules) and then quoted with
@@ -12,12 +13,18 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 
 from tensorfabric.errors import InputError
-from tensorfabric.fabric.renderers._text import GENERATED, metres, speed_label
+from tensorfabric.fabric.renderers import host_dcb, host_mlx5
+from tensorfabric.fabric.renderers._shell import HOST, name
+from tensorfabric.fabric.renderers._text import GENERATED
 from tensorfabric.fabric.renderers.plan import HostPlan, NicPlan
 
-__all__ = ["ENV_PROFILE", "EXTENSION", "NCCL_CONF", "TARGET", "render"]
+__all__ = ["ENV_PROFILE", "EXTENSION", "NCCL_CONF", "NIC_DIALECTS", "TARGET", "render"]
+
+NIC_DIALECTS: dict[str, Callable[[str, NicPlan], list[str]]] = dict.fromkeys(host_mlx5.VENDORS, host_mlx5.render_nic)
+"""NIC commands by vendor; any other vendor gets the generic iproute2 ``dcb`` dialect."""
 
 TARGET = "host"
 EXTENSION = "sh"
@@ -25,24 +32,7 @@ NCCL_CONF = "/etc/nccl.conf"
 ENV_PROFILE = "/etc/profile.d/tensorfabric-env.sh"
 """Variables that are not NCCL's (GLOO_SOCKET_IFNAME, UCX_...): NCCL would export them from its file too, but only
 once it initialises, which is too late for Gloo; login shells source this file instead."""
-# No leading "-" (it would read as an option to mlnx_qos/ip/ethtool); no ":" or "/" (the kernel refuses them).
-_NETDEV = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
-_RDMA = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
-_HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-def _name(value: str, pattern: re.Pattern[str], what: str) -> str:
-    if not pattern.fullmatch(value) or value in (".", ".."):
-        raise InputError(f"{what}: {value!r} is not a valid name (letters, digits, _ . -, not starting with '-'; "
-                         "Linux netdevs at most 15 characters)")
-    return shlex.quote(value)
-
-
-def _num(value: int, lo: int, hi: int, what: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise InputError(f"{what}: {value!r} must be an integer {lo}..{hi}")
-    return str(value)
 
 
 def _env_line(name: str, value: str, *, export: bool = False) -> str:
@@ -54,47 +44,18 @@ def _env_line(name: str, value: str, *, export: bool = False) -> str:
     return shlex.quote(f"export {name}={shlex.quote(value)}" if export else f"{name}={value}")
 
 
-def _nic(host: str, nic: NicPlan) -> list[str]:
-    dev = _name(nic.netdev, _NETDEV, f"hosts[{host}].nics netdev")
-    cable = f", cable {metres(nic.cable_length_m)}" if nic.cable_length_m is not None else ""
-    out = [f"# {nic.netdev}" + (f" ({nic.rdma_device})" if nic.rdma_device else "")
-           + f": {speed_label(nic.speed_bps)}{cable}, MTU {nic.mtu}",
-           f"ip link set dev {dev} mtu {_num(nic.mtu, 576, 16384, 'mtu')}",
-           # PFC and link-level pause exclude each other (Intel E800 guide, Nokia PFC guide).
-           f"ethtool -A {dev} rx {'on' if nic.link_pause else 'off'} tx {'on' if nic.link_pause else 'off'}",
-           f"mlnx_qos -i {dev} --dcbx {'os' if nic.dcbx == 'os' else 'fw'}",
-           f"mlnx_qos -i {dev} --trust {nic.trust}"]
-    # Under PCP trust the DSCP map is unused, and writing it could flip some mlnx_qos versions to DSCP trust.
-    for dscp, prio in sorted(nic.dscp_to_priority.items()) if nic.trust == "dscp" else ():
-        out.append(f"mlnx_qos -i {dev} --dscp2prio set,{_num(dscp, 0, 63, 'dscp')},{_num(prio, 0, 7, 'priority')}")
-    mask = ",".join("1" if p in nic.pfc else "0" for p in range(8))
-    out.append(f"mlnx_qos -i {dev} --pfc {mask}")
-    if nic.cable_length_m is not None:
-        # mlnx_qos takes whole metres; rounding up keeps the NIC headroom on the safe side.
-        whole = -int(-nic.cable_length_m // 1)
-        out.append(f"mlnx_qos -i {dev} --cable_len {_num(whole, 1, 100_000, 'cable length')}")
-    for prio in nic.pfc:
-        on = "1" if prio in nic.ecn_priorities else "0"
-        for point in ("np", "rp"):
-            out.append(f"echo {on} > /sys/class/net/{dev}/ecn/roce_{point}/enable/{_num(prio, 0, 7, 'priority')}")
-    out += [f"echo {_num(nic.cnp_dscp, 0, 63, 'cnp dscp')} > /sys/class/net/{dev}/ecn/roce_np/cnp_dscp",
-            f"echo {_num(nic.cnp_priority, 0, 7, 'cnp priority')} > /sys/class/net/{dev}/ecn/roce_np/cnp_802p_prio"]
-    if nic.storm_prevention_ms:
-        out.append(f"ethtool --set-tunable {dev} pfc-prevention-tout "
-                   f"{_num(nic.storm_prevention_ms, 80, 8000, 'storm prevention ms')}")
-    if nic.rdma_device:
-        rdma = _name(nic.rdma_device, _RDMA, f"hosts[{host}].nics rdma_device")
-        path = f"/sys/class/infiniband/{rdma}/tc/1/traffic_class"
-        out.append(f"if [ -e {path} ]; then echo {_num(nic.roce_tclass, 0, 255, 'traffic class')} > {path}; fi")
-    return out + [""]
+def _nic_lines(host: str, nic: NicPlan) -> list[str]:
+    dialect = NIC_DIALECTS.get(nic.vendor.lower(), host_dcb.render_nic)
+    return dialect(host, nic)
 
 
 def render(plan: HostPlan) -> str:
-    host = _name(plan.name, _HOST, "hosts name")
+    host = name(plan.name, HOST, "hosts name")
     out = ["#!/usr/bin/env bash", f"# {plan.name}: host RoCE QoS, {GENERATED}", f"# device: {host}",
-           "# Needs root and MLNX_OFED (mlnx_qos, ecn sysfs); safe to run again.", "set -euo pipefail", ""]
+           "# Needs root and the NIC tools below (MLNX_OFED for ConnectX, iproute2 dcb otherwise); safe to run again.",
+           "set -euo pipefail", ""]
     for nic in plan.nics:
-        out += _nic(plan.name, nic)
+        out += _nic_lines(plan.name, nic)
     nccl = {k: v for k, v in plan.nccl_env.items() if k.startswith("NCCL_")}
     other = {k: v for k, v in plan.nccl_env.items() if not k.startswith("NCCL_")}
     if nccl:

@@ -80,6 +80,9 @@ class NicPlan:
     pfc: tuple[int, ...]
     dscp_to_priority: Mapping[int, int]
     """Only the entries that differ from the NIC default ``prio = DSCP >> 3``."""
+    dscp_explicit: Mapping[int, int]
+    """Every DSCP the plan names (RoCE, CNP, extra entries), for NICs without the ``>> 3`` default."""
+    vendor: str
     cnp_dscp: int
     cnp_priority: int
     ecn_priorities: tuple[int, ...]
@@ -204,6 +207,7 @@ def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list
                 mtu=spec.port_mtu(endpoint), cable_length_m=spec.configured_cable_m(endpoint),
                 trust=over.trust or qos.trust, pfc=pfc,
                 dscp_to_priority={d: p for d, p in sorted(full.items()) if p != d >> 3},
+                dscp_explicit=dict(sorted(full.items())), vendor=nic.vendor,
                 cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
                 cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,
                 ecn_priorities=pfc if ecn_on else (), storm_prevention_ms=storm,
