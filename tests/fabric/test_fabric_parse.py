@@ -118,6 +118,18 @@ def test_host_script_link_pause_dcbx_and_storm_prevention() -> None:
         parse_text("#!/bin/bash\nethtool -A eth0 rx maybe tx off\nmlnx_qos -i eth0\n", source="h5.sh")
 
 
+def test_host_script_dcb_commands() -> None:
+    text = ("#!/bin/bash\ndcb app replace dev eth0 dscp-prio 26:3 48:6\n"
+            "dcb pfc set dev eth0 prio-pfc 0:off 3:on\ndcb app flush dev eth1 dscp-prio\n")
+    d = parse_text(text, source="h6.sh")
+    eth0, eth1 = d.port("eth0"), d.port("eth1")
+    assert eth0.trust == "dscp" and eth0.pfc_priorities == frozenset({3})
+    assert eth0.dscp_to_priority is not None and eth0.dscp_to_priority[26] == 3 and eth0.dscp_to_priority[24] == 0
+    assert eth1.trust == "pcp"
+    with pytest.raises(ParseError, match="DSCP:PRIO"):
+        parse_text("#!/bin/bash\ndcb app add dev eth0 dscp-prio 26\n", source="h6.sh")
+
+
 def test_doroce_style_host_script() -> None:
     d = parse_deployed(DEPLOYED / "h4.sh")
     assert (d.device, d.format) == ("h4", "host-script")
