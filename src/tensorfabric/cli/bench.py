@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import SIZE, emit_json, progress
-from tensorfabric.errors import InputError
+from tensorfabric.errors import InputError, TransferError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
 CODECS = ("int8", "int4", "fp8")
@@ -150,7 +150,11 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
 
         argv = ["bench", *_argv_from_params(ctx), "--json"]
         text = run_distributed(lab_spec, argv, timeout_s=timeout_s * 4 + 120)
-        result = BenchResult.from_dict(json.loads(text))
+        try:
+            result = BenchResult.from_dict(json.loads(text))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TransferError(f"lab rank 0 did not print a bench JSON object ({exc}): {text[:200]!r}",
+                                op="bench", group=f"lab {lab_spec}") from exc
     else:
         result = _sweep(config, nproc, timeout_s)
         if result is None:  # a non-zero rank under torchrun: rank 0 reports

@@ -31,12 +31,12 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
 from tensorfabric.transfer import nccl
 from tensorfabric.transfer.failures import to_transfer_error
+from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
 
 if TYPE_CHECKING:
@@ -48,47 +48,6 @@ __all__ = ["BACKENDS", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv",
 
 BACKENDS = ("auto", "gloo", "nccl")
 REDUCE_OPS = ("sum", "avg", "max", "min", "product")
-
-
-@dataclass(frozen=True)
-class RankEntry:
-    """One member of a group."""
-
-    global_rank: int
-    local_rank: int
-    group_rank: int
-    host: str
-    pid: int
-
-
-@dataclass(frozen=True)
-class SendRecv:
-    """One half of a batched point-to-point exchange; ``peer`` is a rank in the group."""
-
-    kind: Literal["send", "recv"]
-    tensor: torch.Tensor
-    peer: int
-
-
-class Handle:
-    """An async collective in flight. ``wait()`` finishes it, records its stats and returns its result."""
-
-    __slots__ = ("_works", "_finish", "_done", "_result")
-
-    def __init__(self, works: Sequence[Any], finish: Callable[[], Any]) -> None:
-        self._works = works
-        self._finish = finish
-        self._done = False
-        self._result: Any = None
-
-    def is_completed(self) -> bool:
-        return self._done or all(w.is_completed() for w in self._works)
-
-    def wait(self) -> Any:
-        if not self._done:
-            self._result = self._finish()
-            self._done = True
-        return self._result
 
 
 _REDUCE_TABLE: dict[str, Any] = {}
@@ -324,16 +283,16 @@ class Group:
             raise InputError(f"mesh: shape {shape} and names {names} must have the same length, names unique")
         if any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape) or math.prod(shape) != self.size:
             raise InputError(f"mesh shape {shape}: positive sizes whose product is the group size {self.size}")
-        coords = _unravel(self.rank, shape)
+        coords = unravel(self.rank, shape)
         result: dict[str, Group] = {}
         for axis, name in enumerate(names):
             members = []
             for i in range(shape[axis]):
                 c = list(coords)
                 c[axis] = i
-                members.append(_ravel(c, shape))
+                members.append(ravel(c, shape))
             rest = [x for a, x in enumerate(coords) if a != axis]
-            index = _ravel(rest, [d for a, d in enumerate(shape) if a != axis])
+            index = ravel(rest, [d for a, d in enumerate(shape) if a != axis])
             result[name] = self._subgroup(f"{self.name}.{name}{index}", members)
         return result
 
@@ -364,21 +323,6 @@ class Group:
         else:
             dist.destroy_process_group(self.pg)
         self.pg = None
-
-
-def _unravel(index: int, shape: Sequence[int]) -> list[int]:
-    coords = []
-    for dim in reversed(shape):
-        coords.append(index % dim)
-        index //= dim
-    return coords[::-1]
-
-
-def _ravel(coords: Sequence[int], shape: Sequence[int]) -> int:
-    index = 0
-    for c, dim in zip(coords, shape, strict=True):
-        index = index * dim + c
-    return index
 
 
 def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
