@@ -117,3 +117,15 @@ def test_fast_renderer_exposes_what_prometheus_client_exposes() -> None:
     fast = render_fast(monitor, renderer).decode()
     assert _parsed(fast) == _parsed(render(monitor).decode())
     assert render_fast(monitor, renderer).decode() == fast  # cached prefixes give the same text again
+
+
+def test_series_a_source_stops_reporting_expire() -> None:
+    from tensorfabric.samples import Sample
+
+    monitor = Monitor(stale_s=60.0)
+    gone = Sample(0.0, "roce_pfc_pause_frames_total", "counter", 5.0, {"host": "h0", "priority": "4"}, "s")
+    kept = [Sample(t, "roce_pfc_pause_frames_total", "counter", t, {"host": "h0", "priority": "3"}, "s")
+            for t in (0.0, 30.0, 90.0)]
+    monitor.ingest([gone, *kept])
+    text = render(monitor).decode()
+    assert 'priority="3"} 90.0' in text and 'priority="4"' not in text

@@ -52,7 +52,7 @@ class PollResult:
 class Monitor:
     def __init__(self, sources: Sequence[Source] = (), *, detectors: Sequence[Detector] | None = None,
                  limits: Thresholds | None = None, clock: Callable[[], float] = _time.time,
-                 coarse_step_s: float = 300.0) -> None:
+                 coarse_step_s: float = 300.0, stale_s: float = 300.0) -> None:
         self.sources = list(sources)
         self.detectors = list(load() if detectors is None else detectors)
         self.limits = limits or Thresholds()
@@ -60,6 +60,7 @@ class Monitor:
         short = [d.lookback_s for d in self.detectors if not d.long_metrics] or [120.0]
         self.fine_s = max(short)
         self.coarse_step_s = coarse_step_s
+        self.stale_s = stale_s
         self.long_s = max([d.lookback_s for d in self.detectors if d.long_metrics] or [0.0])
         self._long_metrics = {m for d in self.detectors for m in d.long_metrics}
         self._fine: History = defaultdict(dict)
@@ -165,6 +166,7 @@ class Monitor:
             if t > self._evaluated_until:
                 self._now = t
                 self._trim(t)
+                self._expire()
                 self.evaluate()
                 self._evaluated_until = t
         return self.alerts
@@ -181,6 +183,19 @@ class Monitor:
             if not coarse or sample.time - coarse[-1][0] >= self.coarse_step_s:
                 coarse.append((sample.time, sample.value))
                 self._coarse_changed = True
+
+    def _expire(self) -> None:
+        """Forget the latest value of series a source stopped reporting: absent is not zero, and not stale either.
+
+        Per source, so a replayed recording (its own clock) and a live source do not expire each other.
+        """
+        newest: dict[str, float] = {}
+        for sample in self._latest.values():
+            if sample.time > newest.get(sample.source, float("-inf")):
+                newest[sample.source] = sample.time
+        gone = [key for key, sample in self._latest.items() if sample.time < newest[sample.source] - self.stale_s]
+        for key in gone:
+            del self._latest[key]
 
     def _trim(self, now: float) -> None:
         for history, keep_s in ((self._fine, self.fine_s), (self._coarse, self.long_s)):

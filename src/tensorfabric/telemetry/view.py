@@ -42,7 +42,7 @@ def render_view(window: Window, alerts: tuple[Alert, ...], *, errors: dict[str, 
     parts: list[Table] = [ports, alerts_table(alerts)]
     if errors:
         failed = Table(title="Source errors")
-        failed.add_column("source")
+        failed.add_column("source", overflow="fold")
         failed.add_column("error", overflow="fold")
         for name, messages in sorted(errors.items()):
             for message in messages[:3]:
