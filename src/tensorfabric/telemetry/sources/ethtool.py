@@ -18,7 +18,7 @@ from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_numbe
 
 __all__ = ["EthtoolSource", "ethtool_samples", "parse_ethtool_stats"]
 
-_LINE = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*:\s*(\S.*?)\s*$")
+_KEY = re.compile(r"[A-Za-z0-9_.\-\[\]]+")
 _PRIO = re.compile(r"^(rx|tx)_prio(\d)_(pause|pause_duration|pause_transition|bytes|packets|discards|buf_discard|"
                    r"cong_discard|marked)$")
 _GLOBAL = re.compile(r"^(rx|tx)_global_(pause|pause_duration|pause_transition)$")
@@ -65,14 +65,15 @@ def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[s
     values: dict[str, float] = {}
     errors: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.rstrip().endswith("statistics:"):
+        # partition, not a regex, on the hot path: a poll of 64 NICs parses ~10 000 of these lines
+        key, sep, raw = line.partition(":")
+        key = key.strip()
+        value = to_number(raw) if sep and key and _KEY.fullmatch(key) else None
+        if value is None:
+            if line.strip() and not line.rstrip().endswith("statistics:"):
+                errors.append(f"{source}:{number}: not 'name: number': {line.strip()[:60]!r}")
             continue
-        match = _LINE.match(line)
-        value = to_number(match.group(2)) if match else None
-        if match is None or value is None:
-            errors.append(f"{source}:{number}: not 'name: number': {line.strip()[:60]!r}")
-            continue
-        values[match.group(1)] = value
+        values[key] = value
     if not values:
         raise ParseError("no 'name: value' statistics found; expected `ethtool -S` output", source=source,
                          excerpt=text[:80])
