@@ -214,3 +214,16 @@ def stalled_peer(rank: int, timeout_s: float) -> Any:
         return {"op": exc.op, "group": exc.group, "peer": exc.peer, "seconds": time.monotonic() - t0,
                 "error": str(exc)}
     return {"error": None}
+
+
+def missing_peer(rank: int, timeout_s: float) -> Any:
+    """Rank 1 never joins the rendezvous; rank 0's init must fail with TransferError after about timeout_s."""
+    if rank == 1:
+        time.sleep(timeout_s + 2)
+        return None
+    t0 = time.monotonic()
+    try:
+        init(timeout_s=timeout_s)
+    except TransferError as exc:
+        return {"op": exc.op, "group": exc.group, "seconds": time.monotonic() - t0, "error": str(exc)}
+    return {"error": None}

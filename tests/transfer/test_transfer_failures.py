@@ -39,6 +39,16 @@ def test_stalled_peer_times_out_with_transfer_error_naming_it() -> None:
     assert "timed out" in survivor["error"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_missing_peer_at_rendezvous_fails_init_within_the_timeout() -> None:
+    survivor, _ = spawn(w.missing_peer, 2, args=(3.0,), timeout_s=40)
+    assert survivor["error"] is not None, "init succeeded without its peer"
+    assert survivor["op"] == "init" and survivor["group"] == "world"
+    assert "rendezvous of 2 ranks" in survivor["error"]
+    assert survivor["seconds"] < 3.0 + 10  # the timeout, plus scheduling slack on a loaded machine
+
+
 @pytest.mark.timeout(60)
 def test_a_raising_rank_brings_its_traceback_back() -> None:
     with pytest.raises(SpawnError) as info:
