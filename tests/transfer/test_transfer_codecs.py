@@ -118,3 +118,19 @@ def test_buckets_group_by_dtype_and_respect_the_size_cap() -> None:
     assert bs[0].views[1].data_ptr() == bs[0].flat[10:].data_ptr()
     with pytest.raises(InputError):
         buckets(ts, 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(values=st.lists(st.floats(-1e4, 1e4, allow_nan=False, width=32), min_size=1, max_size=200),
+       op=st.sampled_from(["sum", "avg"]))
+def test_compressed_all_reduce_on_one_rank_meets_the_bound(name: str, values: list[float], op: str) -> None:
+    from tensorfabric.transfer.compressed import compressed_all_reduce, error_bound_all_reduce
+
+    g = init(environ={})
+    codec = get_codec(name, 16)
+    x = torch.tensor(values, dtype=torch.float32)
+    t = x.clone()
+    wire = compressed_all_reduce(g, t, codec, op, segment_elems=32)  # several pipeline segments
+    bound = error_bound_all_reduce([x], codec, 1, op=op) + codec.qmax * 2.0**-126
+    assert bool(((t.double() - x.double()).abs() <= bound).all())
+    assert wire == codec.encoded_nbytes(codec.padded(x.numel()))
