@@ -136,7 +136,7 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
         dtype: str, codec: str | None, block: int, nproc: int, lab_spec: str | None, timeout_s: float,
         as_json: bool, plot: str | None) -> int:
     """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
-    from tensorfabric.transfer.bench import BenchConfig, BenchResult
+    from tensorfabric.transfer.bench import BenchConfig
 
     if not timeout_s > 0:
         raise InputError(f"--timeout: {timeout_s!r} must be a positive number of seconds such as 120")
@@ -146,31 +146,41 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
     results: list[Any] = []
     if lab_spec is not None:
-        from tensorfabric.lab.launch import run_distributed
-
-        argv = ["bench", *_argv_from_params(ctx), "--json"]
-        text = run_distributed(lab_spec, argv, timeout_s=timeout_s * 4 + 120)
-        try:
-            result = BenchResult.from_dict(json.loads(text))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TransferError(f"lab rank 0 did not print a bench JSON object ({exc}): {text[:200]!r}",
-                                op="bench", group=f"lab {lab_spec}") from exc
+        result = _lab_sweep(lab_spec, _argv_from_params(ctx), timeout_s)
     else:
         result = _sweep(config, nproc, timeout_s)
         if result is None:  # a non-zero rank under torchrun: rank 0 reports
             return 0
     results.append(result)
     if plot is not None:
-        if config.codec != "none" and lab_spec is None:
+        if config.codec != "none":
+            # The overlay needs the uncompressed curve from the same machine and setup.
             from dataclasses import replace
 
-            results.append(_sweep(replace(config, codec="none"), nproc, timeout_s))
+            baseline = replace(config, codec="none")
+            if lab_spec is not None:
+                argv = [a for a in _argv_from_params(ctx) if a not in ("--codec", config.codec)]
+                results.append(_lab_sweep(lab_spec, argv, timeout_s))
+            else:
+                results.append(_sweep(baseline, nproc, timeout_s))
         _plot(plot, results)
     if as_json:
         emit_json(result.to_dict())
     else:
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0
+
+
+def _lab_sweep(spec: str, flags: list[str], timeout_s: float) -> Any:
+    from tensorfabric.lab.launch import run_distributed
+    from tensorfabric.transfer.bench import BenchResult
+
+    text = run_distributed(spec, ["bench", *flags, "--json"], timeout_s=timeout_s * 4 + 120)
+    try:
+        return BenchResult.from_dict(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TransferError(f"lab rank 0 did not print a bench JSON object ({exc}): {text[:200]!r}",
+                            op="bench", group=f"lab {spec}") from exc
 
 
 def _argv_from_params(ctx: click.Context) -> list[str]:
