@@ -233,6 +233,8 @@ class Group:
         import torch.distributed as dist
 
         peer = self._check_peer(src, "recv src")
+        if not t.is_contiguous():
+            raise InputError(f"recv: the buffer of shape {tuple(t.shape)} must be contiguous (use .contiguous())")
         return self._run("recv", _nbytes(t), lambda: dist.irecv(t, peer, self.pg), lambda: t, async_op, peer=src)
 
     def batch_send_recv(self, ops: Sequence[SendRecv], async_op: bool = False) -> Any:
