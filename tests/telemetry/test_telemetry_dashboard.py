@@ -23,6 +23,7 @@ _FUNCTIONS = {
 def metric_names(expr: str) -> set[str]:
     """Metric names in a PromQL expression: identifiers that are not functions, labels, strings or ranges."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    text = re.sub(r"#[^\n]*", "", text)  # PromQL comments
     text = re.sub(r"label_values\(([^,()]+),\s*\w+\)", r"\1", text)  # Grafana: label_values(metric, label)
     text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
     text = re.sub(r"\[[^\]]*\]", "", text)  # ranges and subqueries

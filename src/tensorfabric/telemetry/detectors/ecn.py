@@ -42,7 +42,9 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
                                 "(ECN/CNP generation) for the RoCE priority on this NIC."))
     for labels, fraction in paused_fractions(window, "rx"):
         port = _port(labels)
-        if fraction >= limits.pause_without_ecn_fraction and port in marks and marks[port] == 0:
+        # above the victim threshold nothing flows at all: a storm or deadlock victim, not an ECN setting
+        heavy_not_frozen = limits.pause_without_ecn_fraction <= fraction < limits.victim_rx_fraction
+        if heavy_not_frozen and port in marks and marks[port] == 0:
             alerts.append(Alert("ecn-misconfig", "warning", subject_of(labels, "priority"), window.end,
                                 {"signature": "pause-without-ecn", "rx_paused_fraction": round(fraction, 4),
                                  "ce_marked": 0},
