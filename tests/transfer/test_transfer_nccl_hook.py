@@ -52,3 +52,17 @@ def test_socket_fallback_raises_under_rdma_policy_and_warns_by_default(caplog: p
     assert nccl.verify(text, "any", group="world") == "nccl/socket"
     with pytest.raises(InputError):
         nccl.verify(text, "fast", group="world")
+
+
+def test_rdma_plugin_counts_as_rdma() -> None:
+    text = (LOGS / "plugin_ibext.log").read_text()
+    assert nccl.verify(text, "rdma", group="world").startswith("nccl/")
+
+
+def test_empty_capture_is_unknown_and_refused_only_under_rdma(caplog: pytest.LogCaptureFixture) -> None:
+    # The user set NCCL_DEBUG themselves: LogCapture.read() returns "" and nothing proves the transport.
+    with caplog.at_level(logging.WARNING, logger="tensorfabric.transfer.nccl"):
+        assert nccl.verify("", "warn", group="world") == "nccl/unknown"
+        assert nccl.verify("", "any", group="world") == "nccl/unknown"
+    with pytest.raises(TransferError, match="cannot prove NCCL uses RDMA"):
+        nccl.verify("", "rdma", group="world")

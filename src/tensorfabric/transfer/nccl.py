@@ -24,7 +24,6 @@ __all__ = ["LogCapture", "TRANSPORT_CHECKS", "apply_env", "capture_log", "verify
 log = logging.getLogger(__name__)
 
 TRANSPORT_CHECKS = ("any", "rdma", "warn")
-_RDMA = ("roce", "ib")
 
 
 def apply_env(nccl_env: Mapping[str, str] | None, environ: MutableMapping[str, str]) -> dict[str, str]:
@@ -67,11 +66,23 @@ def verify(text: str, require_transport: str, *, group: str) -> str:
     """Parse NCCL's log and return the transport ("nccl/roce", "nccl/socket", ...), enforcing the policy."""
     if require_transport not in TRANSPORT_CHECKS:
         raise InputError(f"require_transport: {require_transport!r} is not one of {', '.join(TRANSPORT_CHECKS)}")
+    from tensorfabric.errors import ParseError
     from tensorfabric.host.nccl_log import parse_nccl_log
 
-    result = parse_nccl_log(text)
-    transport = str(getattr(result, "transport", "unknown"))
-    if require_transport == "any" or transport in _RDMA:
+    try:
+        result = parse_nccl_log(text)
+    except ParseError as exc:
+        # An empty or NCCL-less capture happens when the user chose their own NCCL_DEBUG: nothing proves the
+        # transport, so "rdma" refuses to go on and the other policies carry on with "unknown".
+        if require_transport == "rdma":
+            raise TransferError(
+                f"cannot prove NCCL uses RDMA: no NCCL INFO log was captured ({exc}); unset NCCL_DEBUG and "
+                "NCCL_DEBUG_FILE so tensorfabric can capture it", op="init", group=group) from exc
+        log.warning("NCCL transport unknown: no NCCL INFO log captured (%s)", exc)
+        return "nccl/unknown"
+    transport = str(result.transport)
+    # rdma is True for RoCE, IB and RDMA net plugins (IBext, ...); False for sockets.
+    if require_transport == "any" or result.rdma:
         return f"nccl/{transport}"
     message = (f"NCCL is using transport {transport!r}, not RDMA (RoCE/IB); collectives will run far slower. "
                "Check `tensorfabric doctor`; set NCCL_NET=IB to make NCCL fail instead of falling back.")
