@@ -28,7 +28,7 @@ from tensorfabric.telemetry.exposition import TextRenderer
 from tensorfabric.telemetry.sources import SourceContext, open_source
 
 NICS = 64
-REPEATS = 25
+REPEATS = 40
 POLL_INTERVAL_S = 15.0
 OUT = Path(__file__).resolve().parent / "results" / "exporter_scrape.json"
 

@@ -74,6 +74,7 @@ class Monitor:
         self._long_alerts: dict[str, list[Alert]] = {}
         self._last_run: dict[str, float] = {}
         self._now = float("-inf")
+        self._expired_at = float("-inf")
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
         self.alerts: tuple[Alert, ...] = ()
@@ -166,7 +167,9 @@ class Monitor:
             if t > self._evaluated_until:
                 self._now = t
                 self._trim(t)
-                self._expire()
+                if t - self._expired_at >= self.stale_s / 5:  # a sweep of every series: not on every poll
+                    self._expire()
+                    self._expired_at = t
                 self.evaluate()
                 self._evaluated_until = t
         return self.alerts

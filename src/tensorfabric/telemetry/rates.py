@@ -90,6 +90,8 @@ class RateTracker:
             self._last[key] = (sample.time, sample.value)
             if before is None:
                 continue
+            if not rates_wanted and sample.value >= before[1]:
+                continue  # the engine's common case: the counter went up, nothing to record
             entry = spec(sample.metric)
             increase, event = counter_delta(before[1], sample.value, entry.wrap if entry else None)
             if event:

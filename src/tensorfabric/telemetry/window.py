@@ -93,6 +93,15 @@ class Window:
 
     def increase(self, metric: str, labels: Labels, intervals: int = 1) -> tuple[float, float] | None:
         """(increase, seconds) over the last ``intervals`` intervals; None with fewer than two points."""
+        if intervals == 1:  # the hot path of every detector: no intermediate lists
+            points = self.points(metric, labels)
+            if len(points) < 2:
+                return None
+            (t0, v0), (t1, v1) = points[-2], points[-1]
+            if v1 >= v0:
+                return v1 - v0, t1 - t0
+            entry = spec(metric)
+            return counter_delta(v0, v1, entry.wrap if entry else None)[0], t1 - t0
         steps = self.increases(metric, labels, intervals)
         if not steps:
             return None

@@ -20,8 +20,9 @@ def _relays_per_interval(window: Window, limits: Thresholds, intervals: int = 3)
     for direction, per_interval in shares.items():
         for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
             steps = window.increases("roce_pfc_paused_seconds_total", labels, intervals)
+            port = without(labels, "direction")
             for back, (t0, t1, inc) in enumerate(reversed(steps)):
-                per_interval[intervals - 1 - back][without(labels, "direction")] = inc / (t1 - t0) if t1 > t0 else 0.0
+                per_interval[intervals - 1 - back][port] = inc / (t1 - t0) if t1 > t0 else 0.0
     return [{k for k, f in rx.items() if f >= limits.spread_fraction and tx.get(k, 0.0) >= limits.spread_fraction}
             for rx, tx in zip(shares["rx"], shares["tx"], strict=True)]
 
