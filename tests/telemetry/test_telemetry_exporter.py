@@ -7,6 +7,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tensorfabric.errors import InputError
 from tensorfabric.telemetry.engine import Monitor
@@ -129,3 +131,15 @@ def test_series_a_source_stops_reporting_expire() -> None:
     monitor.ingest([gone, *kept])
     text = render(monitor).decode()
     assert 'priority="3"} 90.0' in text and 'priority="4"' not in text
+
+
+@given(st.text(max_size=20), st.floats(allow_nan=False, allow_infinity=False, width=32))
+def test_fast_renderer_escapes_any_label_value(value: str, number: float) -> None:
+    from tensorfabric.samples import Sample
+    from tensorfabric.telemetry.exporter import render_fast
+    from tensorfabric.telemetry.exposition import TextRenderer
+
+    monitor = Monitor(detectors=[])
+    monitor.ingest([Sample(1.0, "roce_queue_occupancy_bytes", "gauge", abs(number), {"host": value, "queue": "3"})])
+    parsed = _parsed(render_fast(monitor, TextRenderer()).decode())
+    assert parsed[("roce_queue_occupancy_bytes", (("host", value), ("queue", "3")))] == abs(number)

@@ -212,3 +212,28 @@ def test_a_source_that_cannot_run_its_command_raises_a_tensorfabric_error() -> N
     source = open_source("ethtool:definitely-not-an-interface0", SourceContext(host="h"))
     with pytest.raises(TensorFabricError):
         source.read()
+
+
+@given(st.text(max_size=60), st.sampled_from(["np_cnp_sent", "port_xmit_data", "rate", "out_of_sequence"]))
+def test_fuzz_sysfs_file_contents(text: str, name: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ports = Path(tmp) / "class/infiniband/mlx5_9/ports/1"
+        sub = {"np_cnp_sent": "hw_counters", "out_of_sequence": "hw_counters", "port_xmit_data": "counters"}
+        target = ports / sub[name] / name if name in sub else ports / name
+        target.parent.mkdir(parents=True)
+        target.write_bytes(text.encode("utf-8", "surrogatepass"))
+        reading = open_source(f"sysfs:{tmp}", ctx()).read()
+    assert all(s.value >= 0 for s in reading.samples)
+
+
+@given(st.dictionaries(st.sampled_from(["SAI_QUEUE_STAT_PACKETS", "SAI_QUEUE_ATTR_PAUSE_STATUS", "PFC_WD_STATUS",
+                                        "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "other"]), st.text(max_size=12)))
+def test_fuzz_sonic_queue_hash(fields: dict[str, str]) -> None:
+    from tensorfabric.telemetry.sources.sonic_redis import _QUEUE, queue_samples
+
+    errors: list[str] = []
+    samples = queue_samples(fields, _QUEUE, time=0.0, labels={"host": "s", "port": "Ethernet0", "queue": "3"},
+                            source="fuzz", errors=errors)
+    assert all(s.value >= 0 for s in samples)
