@@ -152,6 +152,10 @@ def test_down_stops_processes_left_in_hosts(state_dir: Path, leftovers: Leftover
     lab = Lab(hosts=2, rate="1gbit", name="tprocs", state_dir=state_dir).up(persistent=True)
     # Started outside the lab's own bookkeeping, as `tensorfabric lab exec ... &` would be.
     stray = subprocess.Popen(lab.command("h1", ["sleep", "600"]))
+    # Popen returns before `ip netns exec` has entered the namespace: wait (bounded) until it has.
+    deadline = time.monotonic() + 10
+    while Netlink().netns_pids(["tf-tprocs-h1"])["tf-tprocs-h1"] != [stray.pid] and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert Netlink().netns_pids(["tf-tprocs-h1"])["tf-tprocs-h1"] == [stray.pid]
     Lab.attach("tprocs", state_dir=state_dir).down()
     assert stray.wait(timeout=10) == -9
