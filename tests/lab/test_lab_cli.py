@@ -9,16 +9,11 @@ from pathlib import Path
 import pytest
 
 from tensorfabric.cli.main import main
-from tensorfabric.errors import LabError
-from tensorfabric.lab.netlink import Netlink, check_privileges
+from tensorfabric.lab.netlink import Netlink
 
-try:
-    check_privileges()
-    _REASON = ""
-except LabError as exc:
-    _REASON = str(exc)
+from .lab_support import NEEDS_NAMESPACES
 
-pytestmark = [pytest.mark.root, pytest.mark.skipif(bool(_REASON), reason=f"lab tests need namespaces: {_REASON}")]
+pytestmark = NEEDS_NAMESPACES
 
 
 @pytest.fixture()

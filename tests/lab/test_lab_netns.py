@@ -13,15 +13,11 @@ import pytest
 
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.lab import Lab, down_all
-from tensorfabric.lab.netlink import Netlink, check_privileges
+from tensorfabric.lab.netlink import Netlink
 
-try:
-    check_privileges()
-    _REASON = ""
-except LabError as exc:
-    _REASON = str(exc)
+from .lab_support import NEEDS_NAMESPACES
 
-pytestmark = [pytest.mark.root, pytest.mark.skipif(bool(_REASON), reason=f"lab tests need namespaces: {_REASON}")]
+pytestmark = NEEDS_NAMESPACES
 
 BULK = [sys.executable, "-m", "tensorfabric.lab.tcpbulk"]
 

@@ -7,12 +7,13 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
-from tensorfabric.errors import DiscoveryError
+from tensorfabric.errors import DiscoveryError, InputError
 from tensorfabric.samples import Sample
 
-__all__ = ["Reading", "Runner", "Source", "SourceContext", "run_command", "to_number"]
+__all__ = ["Reading", "Runner", "Source", "SourceContext", "capture_or_run", "run_command", "to_number"]
 
 Runner = Callable[[Sequence[str]], str]
 
@@ -68,3 +69,13 @@ def to_number(text: str) -> float | None:
     if value != value or value in (float("inf"), float("-inf")):
         return None
     return value
+
+
+def capture_or_run(name: str, path: Path | None, ctx: SourceContext, argv: Sequence[str]) -> str:
+    """The tool's text: from a captured file when ``path`` is given, else by running ``argv`` live."""
+    if path is None:
+        return ctx.run(argv)
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read {path}: {exc.strerror or exc}") from exc

@@ -14,7 +14,7 @@ from pathlib import Path
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import METRICS
-from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_number
+from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run, to_number
 
 __all__ = ["EthtoolSource", "ethtool_samples", "parse_ethtool_stats"]
 
@@ -131,13 +131,7 @@ class EthtoolSource:
         self._labels: dict[str, dict[str, str]] = {}
 
     def read(self) -> Reading:
-        if self._path is not None:
-            try:
-                text = self._path.read_text(errors="replace")
-            except OSError as exc:
-                raise InputError(f"{self.name}: cannot read {self._path}: {exc.strerror or exc}") from exc
-        else:
-            text = self._ctx.run(["ethtool", "-S", self._device])
+        text = capture_or_run(self.name, self._path, self._ctx, ["ethtool", "-S", self._device])
         now = self._ctx.clock()
         values, errors = parse_ethtool_stats(text, source=self.name)
         samples = ethtool_samples(values, time=now, host=self._ctx.host, device=self._device, source=self.name,

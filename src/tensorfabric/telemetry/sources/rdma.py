@@ -12,7 +12,7 @@ from typing import Any
 
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.samples import Sample
-from tensorfabric.telemetry.sources.base import Reading, SourceContext
+from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run
 from tensorfabric.telemetry.sources.hwcounters import HW_COUNTERS, samples_for
 
 __all__ = ["RdmaSource", "parse_rdma_json"]
@@ -56,13 +56,7 @@ class RdmaSource:
         self._path = path
 
     def read(self) -> Reading:
-        if self._path is not None:
-            try:
-                text = self._path.read_text(errors="replace")
-            except OSError as exc:
-                raise InputError(f"{self.name}: cannot read {self._path}: {exc.strerror or exc}") from exc
-        else:
-            text = self._ctx.run(["rdma", "-j", "statistic", "show"])
+        text = capture_or_run(self.name, self._path, self._ctx, ["rdma", "-j", "statistic", "show"])
         now = self._ctx.clock()
         links, errors = parse_rdma_json(text, source=self.name)
         samples: list[Sample] = []
