@@ -97,9 +97,13 @@ def _render(report: dict[str, Any]) -> None:
 
     con = console()
     texts = report["text"] if isinstance(report["text"], list) else [report["text"]]
-    for text in texts:
+    con.print(f"model: {report['model']}", markup=False)
+    if Path(report["model"]).name == DEFAULT_MODEL_NAME:
+        con.print("(the embedded default is a random-initialised tiny model: its text is noise, its traffic is real)")
+    for i, text in enumerate(texts):
         # A random model emits arbitrary bytes; control characters must not drive the terminal.
-        con.print("".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text), markup=False)
+        shown = "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text)
+        con.print(f"generated[{i}]: {shown}", markup=False)
     lat = report["decode_latency_s"]
     con.print(f"\ntp={report['tp']} pp={report['pp']} dtype={report['dtype']} codec={report['codec']}"
               f"{' (prefill+decode)' if report['codec_decode'] else ' (prefill)'} transport={report['transport']}")
