@@ -83,6 +83,8 @@ def _lab_argv(cfg: RunConfig, as_json: bool, logits_path: Path | None) -> list[s
         argv += ["--prompt", prompt]
     if cfg.codec_decode:
         argv.append("--comm-codec-decode")
+    if not cfg.warmup:
+        argv.append("--no-warmup")
     if not cfg.sampling.stop_at_eos:
         argv.append("--ignore-eos")
     if logits_path is not None:
@@ -145,10 +147,13 @@ def _render(report: dict[str, Any]) -> None:
               help="Bound on the whole run (and on each collective).")
 @click.option("--save-logits", "logits_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
+@click.option("--warmup/--no-warmup", default=True, show_default=True,
+              help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str, codec_decode: bool, dtype: str,
-        microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, as_json: bool) -> int:
+        microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, warmup: bool,
+        as_json: bool) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.errors import InputError
     from tensorfabric.inference.report import summarize
@@ -165,7 +170,7 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
-                    timeout_s=float(timeout_s), keep_logits=logits_path is not None)
+                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup)
     if lab_spec is not None and not under_torchrun(environ):
         from tensorfabric.lab.launch import run_distributed
         from tensorfabric.lab.spec import parse_short_spec

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,9 @@ class RunConfig:
     keep_logits: bool = False
     backend: str = "gloo"
     timeout_s: float = 120.0
+    warmup: bool = True
+    """One unmeasured prefill + token on the same prompts first, so TTFT is a warmed engine's (no first-call
+    allocations, kernel selection or lazy connection set-up in the figure), as serving engines report it."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,10 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
         model = ShardedLlama(prep.model, plan, weights, tp_comm, dtype)
         world.barrier()
         load_s = clock() - t0
+        if cfg.warmup:
+            generate(model, stage, prep.prompts, replace(cfg.sampling, max_new_tokens=2),
+                     microbatches=cfg.microbatches or cfg.pp, keep_logits=False, clock=clock)
+            world.barrier()
         for g in groups:
             g.stats.reset()
 
