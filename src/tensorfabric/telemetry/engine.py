@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time as _time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tensorfabric.errors import TensorFabricError
@@ -68,6 +68,7 @@ class Monitor:
         self._latest: dict[tuple[str, Labels], Sample] = {}
         self._owner: dict[tuple[str, Labels], str] = {}
         self._keys: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
+        self._keys_by_id: dict[tuple[str, int], tuple[Series, Mapping[str, str]]] = {}
         self._since: dict[tuple[str, str, str], float] = {}
         self._evaluated_until = float("-inf")
         self._coarse_changed = False
@@ -143,12 +144,21 @@ class Monitor:
 
     def _series_key(self, sample: Sample) -> Series:
         """``sample.series`` without re-sorting labels seen before (sources emit the same label sets each poll)."""
-        raw = (sample.metric, tuple(sample.labels.items()))
+        # Sources hand out the same label dict for a series on every poll, so its identity finds the key without
+        # copying the labels; the entry keeps that dict alive, so its id cannot be reused by another one.
+        labels = sample.labels
+        hit = self._keys_by_id.get((sample.metric, id(labels)))
+        if hit is not None and hit[1] is labels:
+            return hit[0]
+        raw = (sample.metric, tuple(labels.items()))
         key = self._keys.get(raw)
         if key is None:
-            if len(self._keys) > 500_000:  # label churn must not grow the cache without bound
+            if len(self._keys) > 500_000:  # label churn must not grow the caches without bound
                 self._keys.clear()
+                self._keys_by_id.clear()
             key = self._keys[raw] = sample.series
+        if len(self._keys_by_id) < 500_000:
+            self._keys_by_id[(sample.metric, id(labels))] = (key, labels)
         return key
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:

@@ -45,6 +45,7 @@ class Window:
                 points.sort()
         self._data: Mapping[str, Mapping[Labels, list[Point]]] = grouped
         self._memo: dict[tuple[str, Labels, int | None], list[tuple[float, float, float]]] = {}
+        self._label_sets: dict[Labels, frozenset[tuple[str, str]]] = {}
         self.memo: dict[tuple[object, ...], Any] = {}
         """Scratch space for detectors sharing derived values within one evaluation."""
 
@@ -68,8 +69,12 @@ class Window:
 
     def series(self, metric: str, **match: str) -> Iterator[tuple[Labels, list[Point]]]:
         wanted = set(match.items())
+        sets = self._label_sets
         for labels, points in self._data.get(metric, {}).items():
-            if wanted <= set(labels):
+            have = sets.get(labels)
+            if have is None:  # detectors query the same series many times per evaluation
+                have = sets[labels] = frozenset(labels)
+            if wanted <= have:
                 yield labels, points
 
     def points(self, metric: str, labels: Labels) -> list[Point]:
