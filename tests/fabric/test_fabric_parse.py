@@ -10,7 +10,9 @@ from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
 from tensorfabric.fabric.parsers import FORMATS, detect_format, parse_deployed, parse_text
 
-from .fabric_io_support import DEPLOYED
+from .fabric_io_support import DEPLOYED, GOLDEN
+
+GOLDEN_NXOS = GOLDEN / "nxos" / "nxos_snippet" / "tor1.nxos"
 
 
 def test_stock_sonic_maps_roce_dscp_to_a_lossy_tc() -> None:
@@ -197,3 +199,11 @@ def test_unreadable_and_binary_files(tmp_path: Path) -> None:
     blob.write_bytes(b"\xff\xfe{}")
     with pytest.raises(ParseError, match="not UTF-8"):
         parse_deployed(blob)
+
+
+def test_nxos_pause_lists_several_classes_of_service() -> None:
+    # NX-OS separates the classes with spaces; reading only the first one would hide a second lossless class.
+    text = (GOLDEN_NXOS.read_text().replace("    pause pfc-cos 3\n", "    pause pfc-cos 3 4\n"))
+    assert "pause pfc-cos 3 4" in text
+    d = parse_text(text, source="tor1.nxos")
+    assert d.port("Ethernet1/1").pfc_priorities == frozenset({3, 4})

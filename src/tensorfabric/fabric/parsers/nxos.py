@@ -107,8 +107,9 @@ def _policy_map(block: Block, source: str, st: _State) -> None:
                 lw, lwhere = line.words, line.where(source)
                 if lw[0] == "mtu" and len(lw) == 2:
                     st.nq_mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
-                elif lw[:2] == ["pause", "pfc-cos"] and len(lw) == 3:
-                    st.pfc_cos.update(parse_priorities(lw[2], lwhere, what="pfc-cos"))
+                elif lw[:2] == ["pause", "pfc-cos"] and len(lw) >= 3:
+                    # NX-OS lists several classes of service separated by spaces: `pause pfc-cos 3 4`
+                    st.pfc_cos.update(parse_priorities(",".join(lw[2:]), lwhere, what="pfc-cos"))
                 elif lw[:2] == ["pause", "buffer-size"] and len(lw) == 7:
                     size = parse_int(lw[2], lwhere, what="buffer-size", lo=0)
                     pause = parse_int(lw[4], lwhere, what="pause-threshold", lo=0, hi=size)
