@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--lab", default="2x1gbit")
     ap.add_argument("--loopback", action="store_true", help="Two local ranks on loopback, no lab.")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=512)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "inference_comm.json"))
     args = ap.parse_args()

@@ -145,7 +145,6 @@ class ShardedLlama:
 
     def _attention(self, x: torch.Tensor, w: LayerWeights, cache: KVCache, i: int, start: int,
                    cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor, phase: str) -> torch.Tensor:
-        import torch
         import torch.nn.functional as F
 
         b, t, _ = x.shape
@@ -163,9 +162,10 @@ class ShardedLlama:
         if rep > 1:
             keys = keys.repeat_interleave(rep, dim=1)
             values = values.repeat_interleave(rep, dim=1)
-        scores = torch.matmul(q, keys.transpose(2, 3)) * hd ** -0.5 + bias
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
-        out = torch.matmul(probs, values).transpose(1, 2).reshape(b, t, self.heads * hd)
+        # torch's fused attention (flash kernel on CPU): no [t, s] score matrix per head in memory, softmax
+        # accumulated in float32 for every dtype; the additive bias carries causality and left padding.
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=hd ** -0.5)
+        out = out.transpose(1, 2).reshape(b, t, self.heads * hd)
         out = self.comm.reduce(F.linear(out, w.o), phase)
         return out if w.o_b is None else out + w.o_b
 
