@@ -238,3 +238,15 @@ def test_issue_snippet_rendered_for_nxos_with_what_it_lacks() -> None:
     port = parsed.port("Ethernet1/48")
     assert port.pfc_priorities == frozenset({3}) and port.strict_queues == frozenset({6})
     assert port.watchdog is not None and port.watchdog.enabled and port.ecn is not None and 3 in port.ecn
+
+
+def test_every_nccl_variable_the_spec_pins_reaches_the_host_script() -> None:
+    # Rendered scripts and the linter's view of the spec share one definition (QosPlan.nccl_env): a pinned
+    # service level once reached the linter but not the script, so a PCP-trust fabric linted dirty as rendered.
+    spec = _spec("reference")
+    qos = spec.qos.model_copy(update={"nccl": spec.qos.nccl.model_copy(update={"sl": 3, "cross_nic": 1})})
+    spec = spec.model_copy(update={"qos": qos})
+    env = dict(host_plans(spec)[0].nccl_env)
+    assert (env["NCCL_IB_SL"], env["NCCL_CROSS_NIC"], env["NCCL_IB_TC"]) == ("3", "1", "106")
+    text = next(i.text for i in render_fabric(spec) if i.device == "h1")
+    assert parse_text(text, source="h1.sh").nccl_env == env

@@ -139,6 +139,19 @@ class QosPlan(SpecModel):
         chosen = nccl or self.nccl
         return chosen.tc if chosen.tc is not None else (self.roce.dscp[0] << 2) | 2
 
+    def nccl_env(self, nccl: NcclPlan | None = None) -> dict[str, str]:
+        """The NCCL variables the plan pins: always NCCL_IB_TC, the others only where the spec sets them.
+
+        The one definition that host scripts (what is rendered) and the linter (what the spec intends) share.
+        """
+        chosen = nccl or self.nccl
+        env = {"NCCL_IB_TC": str(self.nccl_tc(chosen))}
+        for name, value in (("NCCL_IB_GID_INDEX", chosen.gid_index), ("NCCL_IB_HCA", chosen.ib_hca),
+                            ("NCCL_IB_SL", chosen.sl), ("NCCL_CROSS_NIC", chosen.cross_nic)):
+            if value is not None:
+                env[name] = str(value)
+        return env
+
 
 class SwitchQos(SpecModel):
     """What one switch does differently from the plan (each field ``None`` = as planned)."""

@@ -180,15 +180,7 @@ def _host(spec: FabricSpec, host: HostSpec) -> tuple[Deployed, dict[str, HostExt
         extras[endpoint] = HostExtras(link_pause=bool(over.link_pause), storm_prevention_ms=storm,
                                       dcbx=over.dcbx or plan.dcbx)
     nccl = spec.nccl_for(host)
-    env = {"NCCL_IB_TC": str(plan.nccl_tc(nccl))}
-    if nccl.gid_index is not None:
-        env["NCCL_IB_GID_INDEX"] = str(nccl.gid_index)
-    if nccl.ib_hca is not None:
-        env["NCCL_IB_HCA"] = nccl.ib_hca
-    if nccl.sl is not None:
-        env["NCCL_IB_SL"] = str(nccl.sl)
-    if nccl.cross_nic is not None:
-        env["NCCL_CROSS_NIC"] = str(nccl.cross_nic)
+    env = plan.nccl_env(nccl)
     record = Deployed(device=host.name, kind="host", format="spec", source=f"spec host {host.name}",
                       nccl_env=env, ports=tuple(ports))
     return record, extras

@@ -179,14 +179,9 @@ def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None)
         if rdma:
             env["NCCL_IB_HCA"] = "=" + ",".join(f"{dev}:1" for dev in rdma)
         env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(n.netdev for n in host.nics)
-    # The spec is the plan of record for the traffic class: the derived value must agree with the switches.
-    env["NCCL_IB_TC"] = str(qos.nccl_tc(plan))
-    if plan.gid_index is not None:
-        env["NCCL_IB_GID_INDEX"] = str(plan.gid_index)
-    if plan.ib_hca is not None:
-        env["NCCL_IB_HCA"] = plan.ib_hca
-    if plan.cross_nic is not None:
-        env["NCCL_CROSS_NIC"] = str(plan.cross_nic)
+    # The spec is the plan of record for what it pins (the traffic class above all): it must agree with the
+    # switches, so it overrides what was derived from the NICs.
+    env.update(qos.nccl_env(plan))
     return dict(sorted(env.items()))
 
 
