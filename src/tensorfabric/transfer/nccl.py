@@ -17,7 +17,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tensorfabric.errors import InputError, TransferError
+from tensorfabric.errors import InputError, ParseError, TransferError
 
 __all__ = ["LogCapture", "TRANSPORT_CHECKS", "apply_env", "capture_log", "verify"]
 
@@ -66,7 +66,6 @@ def verify(text: str, require_transport: str, *, group: str) -> str:
     """Parse NCCL's log and return the transport ("nccl/roce", "nccl/socket", ...), enforcing the policy."""
     if require_transport not in TRANSPORT_CHECKS:
         raise InputError(f"require_transport: {require_transport!r} is not one of {', '.join(TRANSPORT_CHECKS)}")
-    from tensorfabric.errors import ParseError
     from tensorfabric.host.nccl_log import parse_nccl_log
 
     try:
