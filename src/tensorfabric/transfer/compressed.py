@@ -1,30 +1,38 @@
 """Compressed collectives: block-quantized all_reduce and all_gather over any backend.
 
-all_reduce (sum or avg) of a tensor of N elements on n ranks, codec with block B and unit error u:
+all_reduce (sum or avg) of a tensor of N elements on n ranks, codec with block B and unit error u. Both
+algorithms flatten to float32 and zero-pad to P (a multiple of n*B), so block boundaries are the same on every
+rank, and both add decoded values **in float32**, in rank order (never in the compressed type), so every rank
+ends with bit-identical results.
 
-1. Flatten to float32 and zero-pad to P (a multiple of n*B) so every rank's chunk of C = P/n elements is made
-   of whole blocks and block boundaries are the same on every rank.
+*Two ranks -- gather-sum.* Each rank encodes its whole tensor once; one all_gather moves the two encodings;
+each rank decodes both and adds them. A rank sends E = encoded size of P elements, exactly what the general
+algorithm sends for n = 2 (2 * (n-1)/n * E), but in one collective instead of two, with one quantization
+instead of two and no reduce step between them. (For n > 2 it would send (n-1) * E, so it is not used there.)
+
+*n > 2 -- quantized reduce-scatter, then all_gather.*
+
+1. Each rank's chunk is C = P/n elements, made of whole blocks.
 2. Encode each of the chunks of the other ranks; all_to_all sends chunk j to rank j (the reduce-scatter of
    quantized chunks -- a transport cannot add quantized values, so it only moves them). A rank's own chunk
    never leaves it and is not quantized.
-3. Rank j starts from its own float32 chunk and adds the n-1 decoded copies **in float32**, in rank order
-   (never in the compressed type).
+3. Rank j starts from its own float32 chunk and adds the n-1 decoded copies.
 4. Rank j encodes its partial sum; all_gather moves the n encoded partial sums to everyone; each rank decodes
-   all of them (its own too, so every rank holds bit-identical results) and casts back to the input dtype.
+   all of them (its own too) and casts back to the input dtype.
 
 Wire bytes = encoded size of the P padded elements = P*bits/8 + 4*P/B (payload + float32 scales); each rank
 sends (n-1)/n of that twice, exactly as a ring all_reduce sends 2(n-1)/n of the raw bytes.
 
-The steps run pipelined over segments of about PIPELINE_ELEMS elements (each a whole number of blocks per
-rank), so quantizing one segment overlaps the transfer of the previous one; block boundaries do not move.
+Both run pipelined over segments of about PIPELINE_ELEMS elements (whole blocks per rank), so quantizing one
+segment overlaps the transfer of the previous one; block boundaries do not move.
 
-Error bound. Let M_i be the absmax of rank i's input over one block and S = sum_i M_i. Step 2 errs by at most
-u*M_i per input element (0 for the own chunk), so the float32 partial sum p~ differs from the exact p by at
-most u*S; the decoded inputs are bounded by M_i, so the requantized block's absmax M~ <= S and step 4 adds at
-most u*M~ <= u*S.
-Hence, per element::
+Error bound. Let M_i be the absmax of rank i's input over one block and S = sum_i M_i. Gather-sum errs by at
+most u*M_i per decoded input, u*S in all. In the general algorithm step 2 errs by at most u*M_i per input
+element (0 for the own chunk), so the float32 partial sum p~ differs from the exact p by at most u*S; the
+decoded inputs are bounded by M_i, so the requantized block's absmax M~ <= S and step 4 adds at most
+u*M~ <= u*S. Hence, per element, with q = 1 for two ranks and q = 2 otherwise::
 
-    |all_reduce(x) - sum_i x_i| <= 2*u*S + n*2**-24*S      (float32 accumulation, n adds)
+    |all_reduce(x) - sum_i x_i| <= q*u*S + n*2**-24*S      (float32 accumulation, n adds)
                                  + |result| * eps_out       (final cast: 2**-8 bfloat16, 2**-11 float16, 0 float32)
 
 with u = 1/254 (int8), 1/14 (int4), 1/16 + 2**-19/448 (fp8). For ``avg`` divide the first line by n.
@@ -46,7 +54,7 @@ if TYPE_CHECKING:
     from tensorfabric.transfer.codecs import BlockCodec
     from tensorfabric.transfer.group import Group
 
-__all__ = ["compressed_all_gather", "compressed_all_reduce", "error_bound_all_reduce"]
+__all__ = ["compressed_all_gather", "compressed_all_reduce", "error_bound_all_reduce", "quantizations"]
 
 _FLOATS = ("torch.float32", "torch.bfloat16", "torch.float16")
 PIPELINE_ELEMS = 2**20
@@ -92,18 +100,22 @@ def _segments(padded: int, n: int, codec: BlockCodec, target: int) -> list[tuple
     return [(start, min(step, padded - start)) for start in range(0, padded, step)]
 
 
+def quantizations(nranks: int) -> int:
+    """How many times an all_reduce value is quantized on ``nranks`` ranks: 1 (gather-sum) or 2."""
+    return 1 if nranks <= 2 else 2
+
+
 def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: str = "sum", *,
                           segment_elems: int = PIPELINE_ELEMS) -> int:
     """Reduce ``t`` in place through ``codec`` (see the module docstring); return the wire bytes.
 
     Pipelined: the tensor is cut into segments of about ``PIPELINE_ELEMS`` elements, and while one segment's
     bytes are on the wire the next one is being quantized or reduced (Gloo runs transfers on its own threads).
-    A rank's own chunk never leaves it, so it enters the float32 sum unquantized (the bound only improves).
     """
     import torch
 
     _check(t, op)
-    n, me = group.size, group.rank
+    n = group.size
     flat = t.reshape(-1).to(torch.float32)
     numel = flat.numel()
     padded = codec.padded(numel, n)
@@ -111,11 +123,49 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     direct = t.dtype == torch.float32 and t.is_contiguous() and padded == numel
     result = t.view(-1) if direct else torch.empty(padded, dtype=torch.float32, device=t.device)
     segments = _segments(padded, n, codec, segment_elems)
+    if quantizations(n) == 1:
+        _gather_sum(group, x, result, codec, segments)
+    else:
+        _scatter_reduce_gather(group, x, result, codec, segments)
+    if op == "avg":
+        result /= n
+    if not direct:
+        t.copy_(result[:numel].view(t.shape))
+    return codec.encoded_nbytes(padded)
+
+
+def _gather_sum(group: Group, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
+                segments: list[tuple[int, int]]) -> None:
+    """Two ranks (or one): all_gather each rank's encoding, then sum the decoded copies in rank order."""
+    import torch
+
+    n = group.size
+    pending = []
+    for start, length in segments:
+        mine = codec.encode(x[start:start + length])
+        gathered = torch.empty(n * mine.numel(), dtype=torch.uint8, device=x.device)
+        pending.append((gathered, _exchange(group, "all_reduce", gathered, mine, gather=True), mine))
+    for (start, length), (gathered, work, mine) in zip(segments, pending, strict=True):
+        enc = mine.numel()
+        _wait(group, "all_reduce", work)
+        out = result[start:start + length]
+        # Decode straight into ``result``: for a float32 input that is ``x`` itself, consumed by the encode.
+        codec.decode_into(gathered[:enc], length, out)
+        for i in range(1, n):
+            codec.decode_add_(gathered[i * enc:(i + 1) * enc], length, out)
+
+
+def _scatter_reduce_gather(group: Group, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
+                           segments: list[tuple[int, int]]) -> None:
+    """n > 2: quantized reduce-scatter by all_to_all, float32 partial sums, all_gather of their encodings."""
+    import torch
+
+    n, me = group.size, group.rank
     stage1 = []
     for start, length in segments:
         chunk = length // n
         enc = codec.encoded_nbytes(chunk)
-        send = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
+        send = torch.empty(n * enc, dtype=torch.uint8, device=x.device)
         for j in range(n):
             if j != me:
                 codec.encode_into(x[start + j * chunk:start + (j + 1) * chunk], send[j * enc:(j + 1) * enc])
@@ -130,10 +180,8 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
         for i in range(n):
             if i != me:
                 codec.decode_add_(recv[i * enc:(i + 1) * enc], chunk, partial)
-        if op == "avg":
-            partial /= n
         mine = codec.encode(partial)
-        gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
+        gathered = torch.empty(n * enc, dtype=torch.uint8, device=x.device)
         stage2.append((gathered, _exchange(group, "all_reduce", gathered, mine, gather=True), mine))
     for (start, length), (gathered, work, _mine) in zip(segments, stage2, strict=True):
         chunk = length // n
@@ -142,9 +190,6 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
         for i in range(n):
             codec.decode_into(gathered[i * enc:(i + 1) * enc], chunk,
                               result[start + i * chunk:start + (i + 1) * chunk])
-    if not direct:
-        t.copy_(result[:numel].view(t.shape))
-    return codec.encoded_nbytes(padded)
 
 
 def compressed_all_gather(group: Group, t: torch.Tensor, codec: BlockCodec) -> tuple[torch.Tensor, int]:
@@ -184,7 +229,7 @@ def error_bound_all_reduce(inputs: list[torch.Tensor], codec: BlockCodec, nranks
         total += xf.view(-1, codec.block).abs().amax(dim=1)
         exact_abs += x.reshape(-1).to(torch.float64)
     per_elem = total.repeat_interleave(codec.block)[:numel]
-    bound = (2 * codec.unit_error + nranks * 2.0**-24) * per_elem
+    bound = (quantizations(nranks) * codec.unit_error + nranks * 2.0**-24) * per_elem
     if op == "avg":
         bound /= nranks
         exact_abs /= nranks
