@@ -20,14 +20,12 @@ from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
 from tensorfabric.telemetry.sources import Source
-from tensorfabric.telemetry.window import Labels, Point, Window
+from tensorfabric.telemetry.tracks import Track, TrackIndex
+from tensorfabric.telemetry.window import Labels, Window
 
 __all__ = ["Monitor", "PollResult", "SourceStatus"]
 
 log = logging.getLogger(__name__)
-
-History = dict[str, dict[Labels, list[Point]]]
-Series = tuple[str, Labels]
 
 
 @dataclass(slots=True)
@@ -63,12 +61,10 @@ class Monitor:
         self.stale_s = stale_s
         self.long_s = max([d.lookback_s for d in self.detectors if d.long_metrics] or [0.0])
         self._long_metrics = {m for d in self.detectors for m in d.long_metrics}
-        self._fine: History = defaultdict(dict)
-        self._coarse: History = defaultdict(dict)
+        self._tracks = TrackIndex(self._long_metrics)
+        self._fine = self._tracks.fine
+        self._coarse = self._tracks.coarse
         self._latest: dict[tuple[str, Labels], Sample] = {}
-        self._owner: dict[tuple[str, Labels], str] = {}
-        self._keys: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
-        self._keys_by_id: dict[tuple[str, int], tuple[Series, Mapping[str, str]]] = {}
         self._since: dict[tuple[str, str, str], float] = {}
         self._evaluated_until = float("-inf")
         self._coarse_changed = False
@@ -99,7 +95,8 @@ class Monitor:
 
     def poll(self) -> PollResult:
         """Read every source once; a failing source is recorded and the others carry on."""
-        samples: list[tuple[Series, Sample]] = []
+        by_time: dict[float, list[tuple[Track, Sample]]] = {}
+        samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
         for source in self.sources:
             status = self.status.setdefault(source.name, SourceStatus())
@@ -111,7 +108,7 @@ class Monitor:
                 errors[source.name] = status.last_errors
                 log.warning("source %s failed: %s", source.name, exc)
                 continue
-            kept, clashes = self._claim(source.name, reading.samples)
+            kept, clashes = self._claim(source.name, reading.samples, by_time)
             problems = reading.errors + clashes
             status.up, status.last_errors = True, problems
             status.errors_total += len(problems)
@@ -120,60 +117,48 @@ class Monitor:
                 for message in problems[:5]:
                     log.warning("source %s: %s", source.name, message)
             samples += kept
-        self._ingest_keyed(samples)
-        plain = tuple(sample for _, sample in samples)
-        return PollResult(self.clock() if not plain else max(s.time for s in plain), plain, self.alerts, errors)
+        self._ingest_grouped(by_time)
+        return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
 
-    def _claim(self, name: str, samples: Iterable[Sample]) -> tuple[list[tuple[Series, Sample]], tuple[str, ...]]:
+    def _claim(self, name: str, samples: Iterable[Sample],
+               by_time: dict[float, list[tuple[Track, Sample]]]) -> tuple[list[Sample], tuple[str, ...]]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
 
         Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
         interleave two readings of one series and turn their difference into a bogus rate, wrap or reset.
+        Kept samples are also filed into ``by_time`` with their Track, ready for ingestion.
         """
-        kept: list[tuple[Series, Sample]] = []
+        kept: list[Sample] = []
         clashes: dict[str, str] = {}
+        by_id = self._tracks.by_id
         for sample in samples:
-            key = self._series_key(sample)  # computed once per sample and passed along
-            owner = self._owner.setdefault(key, name)
+            # TrackIndex.track's fast path, inlined: this loop runs for every sample of every poll
+            hit = by_id.get((sample.metric, id(sample.labels)))
+            track = hit[0] if hit is not None and hit[1] is sample.labels else self._tracks.track(sample)
+            owner = track.owner
+            if owner is None:
+                owner = track.owner = name
             if owner == name:
-                kept.append((key, sample))
+                kept.append(sample)
+                group = by_time.get(sample.time)
+                if group is None:
+                    group = by_time[sample.time] = []
+                group.append((track, sample))
             else:
                 clashes.setdefault(owner, sample.metric)
         return kept, tuple(f"series already read by {owner} (e.g. {metric}) dropped from this source"
                            for owner, metric in clashes.items())
 
-    def _series_key(self, sample: Sample) -> Series:
-        """``sample.series`` without re-sorting labels seen before (sources emit the same label sets each poll)."""
-        # Sources hand out the same label dict for a series on every poll, so its identity finds the key without
-        # copying the labels; the entry keeps that dict alive, so its id cannot be reused by another one.
-        labels = sample.labels
-        hit = self._keys_by_id.get((sample.metric, id(labels)))
-        if hit is not None and hit[1] is labels:
-            return hit[0]
-        raw = (sample.metric, tuple(labels.items()))
-        key = self._keys.get(raw)
-        if key is None:
-            if len(self._keys) > 500_000:  # label churn must not grow the caches without bound
-                self._keys.clear()
-                self._keys_by_id.clear()
-            key = self._keys[raw] = sample.series
-        if len(self._keys_by_id) < 500_000:
-            self._keys_by_id[(sample.metric, id(labels))] = (key, labels)
-        return key
-
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
-        return self._ingest_keyed([(self._series_key(s), s) for s in samples])
+        by_time: dict[float, list[tuple[Track, Sample]]] = defaultdict(list)
+        for sample in samples:
+            by_time[sample.time].append((self._tracks.track(sample), sample))
+        return self._ingest_grouped(by_time)
 
-    def _ingest_keyed(self, samples: list[tuple[Series, Sample]]) -> tuple[Alert, ...]:
-        by_time: dict[float, list[tuple[Series, Sample]]] = defaultdict(list)
-        for item in samples:
-            by_time[item[1].time].append(item)
+    def _ingest_grouped(self, by_time: Mapping[float, list[tuple[Track, Sample]]]) -> tuple[Alert, ...]:
         for t in sorted(by_time):
-            group = by_time[t]
-            self.rates.update_keyed(group, rates_wanted=False)
-            for key, sample in group:
-                self._add(key, sample)
+            self._add(by_time[t])
             if t > self._evaluated_until:
                 self._now = t
                 self._trim(t)
@@ -184,17 +169,29 @@ class Monitor:
                 self._evaluated_until = t
         return self.alerts
 
-    def _add(self, key: Series, sample: Sample) -> None:
-        current = self._latest.get(key)
-        if current is None or current.time <= sample.time:
-            self._latest[key] = sample
-        points = self._fine[sample.metric].setdefault(key[1], [])
-        if not points or points[-1][0] < sample.time:
-            points.append((sample.time, sample.value))
-        if sample.metric in self._long_metrics:
-            coarse = self._coarse[sample.metric].setdefault(key[1], [])
-            if not coarse or sample.time - coarse[-1][0] >= self.coarse_step_s:
-                coarse.append((sample.time, sample.value))
+    def _add(self, group: list[tuple[Track, Sample]]) -> None:
+        """File one poll time's samples: latest value, fine and coarse history, counter wraps and resets."""
+        latest = self._latest
+        coarse_step_s = self.coarse_step_s
+        for track, sample in group:
+            t, value = sample.time, sample.value
+            if sample.kind == "counter" and t > track.rate_t:  # what RateTracker.update_keyed does, per Track
+                previous = track.rate_v
+                track.rate_t, track.rate_v = t, value
+                if previous is not None and value < previous:
+                    self.rates.record(sample.metric, track.key[1], t, previous, value)
+            key = track.key
+            current = latest.get(key)
+            if current is None or current.time <= t:
+                latest[key] = sample
+            points = track.points
+            if points is None:
+                points = self._tracks.attach(track)
+            if not points or points[-1][0] < t:
+                points.append((t, value))
+            coarse = track.coarse
+            if coarse is not None and (not coarse or t - coarse[-1][0] >= coarse_step_s):
+                coarse.append((t, value))
                 self._coarse_changed = True
 
     def _expire(self) -> None:
@@ -212,13 +209,15 @@ class Monitor:
 
     def _trim(self, now: float) -> None:
         for history, keep_s in ((self._fine, self.fine_s), (self._coarse, self.long_s)):
+            horizon = now - keep_s
             for series in history.values():
                 for points in series.values():
+                    if len(points) <= 2 or points[0][0] >= horizon:
+                        continue  # the common case: nothing to cut
                     cut = 0
-                    while cut < len(points) - 2 and points[cut][0] < now - keep_s:
+                    while cut < len(points) - 2 and points[cut][0] < horizon:
                         cut += 1
-                    if cut:
-                        del points[:cut]
+                    del points[:cut]
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""

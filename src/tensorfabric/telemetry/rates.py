@@ -92,12 +92,21 @@ class RateTracker:
                 continue
             if not rates_wanted and sample.value >= before[1]:
                 continue  # the engine's common case: the counter went up, nothing to record
-            entry = spec(sample.metric)
-            increase, event = counter_delta(before[1], sample.value, entry.wrap if entry else None)
-            if event:
-                self.events.append(CounterEvent(sample.metric, key[1], sample.time, event, before[1], sample.value))
-                count_key = (sample.metric, event)
-                self.event_counts[count_key] = self.event_counts.get(count_key, 0) + 1
+            increase = self.record(sample.metric, key[1], sample.time, before[1], sample.value)
             if rates_wanted:
                 rates.append(Rate(sample.metric, key[1], before[0], sample.time, increase))
         return rates
+
+    def record(self, metric: str, labels: tuple[tuple[str, str], ...], time: float, previous: float,
+               current: float) -> float:
+        """The increase from ``previous`` to ``current``, keeping a wrap or reset as an event.
+
+        For callers that keep the last value of each series themselves (the engine, on its Tracks).
+        """
+        entry = spec(metric)
+        increase, event = counter_delta(previous, current, entry.wrap if entry else None)
+        if event:
+            self.events.append(CounterEvent(metric, labels, time, event, previous, current))
+            count_key = (metric, event)
+            self.event_counts[count_key] = self.event_counts.get(count_key, 0) + 1
+        return increase
