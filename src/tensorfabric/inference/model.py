@@ -113,16 +113,23 @@ class ShardedLlama:
                        [torch.zeros(shape, dtype=self.dtype) for _ in range(n)], full, positions)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """Vocab-parallel lookup. Each rank holds a range of rows; the ranks exchange only the rows of the
+        distinct ids in ``ids`` (a 512-token prompt of text uses a few hundred at most), not one row per
+        token, and every token then copies its row locally -- bit-identical to summing per-token rows."""
         import torch
         import torch.nn.functional as F
 
         assert self.w.embed is not None, "embed() runs on the first pipeline stage only"
-        local = ids - self.vocab_start
+        if self.plan.tp == 1:
+            return F.embedding(ids, self.w.embed)
+        distinct, where = torch.unique(ids, return_inverse=True)
+        local = distinct - self.vocab_start
         mine = (local >= 0) & (local < self.vocab_stop - self.vocab_start)
-        h = F.embedding(local.clamp(0, self.vocab_stop - self.vocab_start - 1), self.w.embed)
-        h = h * mine.unsqueeze(-1).to(h.dtype)
+        rows = F.embedding(local.clamp(0, self.vocab_stop - self.vocab_start - 1), self.w.embed)
+        rows = rows * mine.unsqueeze(-1).to(rows.dtype)
         # Exactly one rank contributes each row, so this sum is exact and must never be compressed.
-        return self.comm.reduce(h, "prefill", exact=True) if self.plan.tp > 1 else torch.as_tensor(h)
+        rows = self.comm.reduce(rows, "prefill", exact=True)
+        return F.embedding(where, rows)
 
     def forward_layers(self, h: torch.Tensor, cache: KVCache, start: int, phase: str) -> torch.Tensor:
         """Run this stage's layers on hidden states for cache slots ``[start, start + h.shape[1])``."""
@@ -133,18 +140,27 @@ class ShardedLlama:
         freqs = pos.unsqueeze(-1).to(torch.float32) * self.inv_freq
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos().to(self.dtype).unsqueeze(1), emb.sin().to(self.dtype).unsqueeze(1)
-        q_idx = torch.arange(start, stop).unsqueeze(-1)
-        k_idx = torch.arange(stop).unsqueeze(0)
-        allowed = (k_idx <= q_idx).unsqueeze(0) & cache.valid[:, :stop].unsqueeze(1)
-        bias = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill(~allowed, torch.finfo(self.dtype).min)
+        bias: torch.Tensor | None = None
+        causal = False
+        if bool(cache.valid[:, :stop].all()) and start in (0, stop - 1):
+            # No padding: a whole prompt is plain causal attention, where the fused kernel skips the blocks
+            # above the diagonal (half the work), and one new token sees every slot (no mask at all).
+            causal = start == 0 and stop > 1
+        else:
+            q_idx = torch.arange(start, stop).unsqueeze(-1)
+            k_idx = torch.arange(stop).unsqueeze(0)
+            allowed = (k_idx <= q_idx).unsqueeze(0) & cache.valid[:, :stop].unsqueeze(1)
+            bias = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill(~allowed, torch.finfo(self.dtype).min)
+            bias = bias.unsqueeze(1)
         for i, layer in enumerate(self.w.layers):
             h = h + self._attention(_rms_norm(h, layer.in_norm, self.cfg.rms_norm_eps), layer, cache, i,
-                                    start, cos, sin, bias.unsqueeze(1), phase)
+                                    start, cos, sin, bias, causal, phase)
             h = h + self._mlp(_rms_norm(h, layer.post_norm, self.cfg.rms_norm_eps), layer, phase)
         return h
 
     def _attention(self, x: torch.Tensor, w: LayerWeights, cache: KVCache, i: int, start: int,
-                   cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor, phase: str) -> torch.Tensor:
+                   cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor | None, causal: bool,
+                   phase: str) -> torch.Tensor:
         import torch.nn.functional as F
 
         b, t, _ = x.shape
@@ -158,13 +174,11 @@ class ShardedLlama:
         cache.keys[i][:, :, start:stop] = k
         cache.values[i][:, :, start:stop] = v
         keys, values = cache.keys[i][:, :, :stop], cache.values[i][:, :, :stop]
-        rep = self.heads // self.kv_heads
-        if rep > 1:
-            keys = keys.repeat_interleave(rep, dim=1)
-            values = values.repeat_interleave(rep, dim=1)
         # torch's fused attention (flash kernel on CPU): no [t, s] score matrix per head in memory, softmax
-        # accumulated in float32 for every dtype; the additive bias carries causality and left padding.
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=hd ** -0.5)
+        # accumulated in float32 for every dtype; the additive bias, when there is one, carries causality and
+        # left padding. enable_gqa lets each KV head serve its group of query heads without copies.
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, is_causal=causal, scale=hd ** -0.5,
+                                             enable_gqa=self.heads != self.kv_heads)
         out = out.transpose(1, 2).reshape(b, t, self.heads * hd)
         out = self.comm.reduce(F.linear(out, w.o), phase)
         return out if w.o_b is None else out + w.o_b
