@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from tensorfabric.errors import ParseError
 
-__all__ = ["Alert", "Sample", "SampleKind", "labels_key"]
+__all__ = ["Alert", "Sample", "SampleKind", "labels_key", "new_sample"]
 
 SampleKind = Literal["counter", "gauge"]
 _KINDS = ("counter", "gauge")
@@ -99,6 +99,33 @@ class Sample:
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ParseError(f"not JSON: {exc}", source=source, line=line, excerpt=text) from exc
         return cls.from_dict(data, source=source, line=line)
+
+
+def _slot_setters() -> tuple[Callable[[Sample, Any], None], ...]:
+    names = tuple(f.name for f in fields(Sample))
+    assert names == ("time", "metric", "kind", "value", "labels", "source"), f"new_sample must set {names}"
+    return tuple(Sample.__dict__[name].__set__ for name in names)
+
+
+_SET_TIME, _SET_METRIC, _SET_KIND, _SET_VALUE, _SET_LABELS, _SET_SOURCE = _slot_setters()
+
+
+def new_sample(time: float, metric: str, kind: SampleKind, value: float, labels: Mapping[str, str],
+               source: str) -> Sample:
+    """``Sample(time, metric, kind, value, labels, source)`` at about half the cost, for per-counter loops.
+
+    A frozen dataclass's ``__init__`` calls ``object.__setattr__`` once per field, which is most of the cost of
+    the ~9000 Samples a poll of 64 NICs builds. Writing the slots directly gives the same, still frozen,
+    instance. No validation either way: callers pass values of the declared types.
+    """
+    sample: Sample = object.__new__(Sample)
+    _SET_TIME(sample, time)
+    _SET_METRIC(sample, metric)
+    _SET_KIND(sample, kind)
+    _SET_VALUE(sample, value)
+    _SET_LABELS(sample, labels)
+    _SET_SOURCE(sample, source)
+    return sample
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import time as _time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
@@ -26,6 +27,23 @@ from tensorfabric.telemetry.window import Labels, Window
 __all__ = ["Monitor", "PollResult", "SourceStatus"]
 
 log = logging.getLogger(__name__)
+
+_METRIC, _LABELS, _TIME = attrgetter("metric"), attrgetter("labels"), attrgetter("time")
+
+Groups = dict[float, tuple[list[Track], list[Sample]]]
+"""Samples to ingest by poll time, each with its Track at the same index (parallel lists rather than one
+(track, sample) tuple per sample: ~9000 fewer allocations per poll for the garbage collector to count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What one source's reading resolved to: the Track of each sample (None: owned by another source)."""
+
+    metrics: list[str]
+    labels: list[Mapping[str, str]]
+    tracks: list[Track | None]
+    clashes: tuple[str, ...]
+    all_ours: bool
 
 
 @dataclass(slots=True)
@@ -71,6 +89,9 @@ class Monitor:
         self._long_alerts: dict[str, list[Alert]] = {}
         self._last_run: dict[str, float] = {}
         self._now = float("-inf")
+        self._newest: float | None = None
+        self._layouts: dict[str, _Layout] = {}
+        """Time of the newest point in the fine history, which is the short window's ``end``."""
         self._expired_at = float("-inf")
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
@@ -95,7 +116,7 @@ class Monitor:
 
     def poll(self) -> PollResult:
         """Read every source once; a failing source is recorded and the others carry on."""
-        by_time: dict[float, list[tuple[Track, Sample]]] = {}
+        by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
         for source in self.sources:
@@ -120,45 +141,70 @@ class Monitor:
         self._ingest_grouped(by_time)
         return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
 
-    def _claim(self, name: str, samples: Iterable[Sample],
-               by_time: dict[float, list[tuple[Track, Sample]]]) -> tuple[list[Sample], tuple[str, ...]]:
+    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], tuple[str, ...]]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
 
         Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
         interleave two readings of one series and turn their difference into a bogus rate, wrap or reset.
         Kept samples are also filed into ``by_time`` with their Track, ready for ingestion.
         """
+        # A source reports the same series in the same order on every poll; when the metric names and label
+        # sets (compared in C, by identity first) match its last reading, so do the Tracks and the verdicts,
+        # because a series never changes owner.
+        metrics, labels = list(map(_METRIC, samples)), list(map(_LABELS, samples))
+        layout = self._layouts.get(name)
+        if layout is None or layout.metrics != metrics or layout.labels != labels:
+            layout = self._layouts[name] = self._resolve(name, samples, metrics, labels)
+        times = set(map(_TIME, samples))
+        if len(times) == 1 and layout.all_ours:  # the common case: one reading, one time, all ours
+            (t,) = times
+            group = by_time.get(t)
+            if group is None:
+                group = by_time[t] = ([], [])
+            group[0].extend(layout.tracks)  # type: ignore[arg-type]  # all_ours: no None in it
+            group[1].extend(samples)
+            return list(samples), layout.clashes
         kept: list[Sample] = []
+        for track, sample in zip(layout.tracks, samples, strict=True):
+            if track is not None:
+                kept.append(sample)
+                group = by_time.get(sample.time)
+                if group is None:
+                    group = by_time[sample.time] = ([], [])
+                group[0].append(track)
+                group[1].append(sample)
+        return kept, layout.clashes
+
+    def _resolve(self, name: str, samples: Sequence[Sample], metrics: list[str],
+                 labels: list[Mapping[str, str]]) -> _Layout:
+        tracks: list[Track | None] = []
         clashes: dict[str, str] = {}
-        by_id = self._tracks.by_id
         for sample in samples:
-            # TrackIndex.track's fast path, inlined: this loop runs for every sample of every poll
-            hit = by_id.get((sample.metric, id(sample.labels)))
-            track = hit[0] if hit is not None and hit[1] is sample.labels else self._tracks.track(sample)
+            track = self._tracks.track(sample)
             owner = track.owner
             if owner is None:
                 owner = track.owner = name
             if owner == name:
-                kept.append(sample)
-                group = by_time.get(sample.time)
-                if group is None:
-                    group = by_time[sample.time] = []
-                group.append((track, sample))
+                tracks.append(track)
             else:
+                tracks.append(None)
                 clashes.setdefault(owner, sample.metric)
-        return kept, tuple(f"series already read by {owner} (e.g. {metric}) dropped from this source"
-                           for owner, metric in clashes.items())
+        return _Layout(metrics, labels, tracks, tuple(
+            f"series already read by {owner} (e.g. {metric}) dropped from this source"
+            for owner, metric in clashes.items()), not clashes)
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
-        by_time: dict[float, list[tuple[Track, Sample]]] = defaultdict(list)
+        by_time: Groups = defaultdict(lambda: ([], []))
         for sample in samples:
-            by_time[sample.time].append((self._tracks.track(sample), sample))
+            group = by_time[sample.time]
+            group[0].append(self._tracks.track(sample))
+            group[1].append(sample)
         return self._ingest_grouped(by_time)
 
-    def _ingest_grouped(self, by_time: Mapping[float, list[tuple[Track, Sample]]]) -> tuple[Alert, ...]:
+    def _ingest_grouped(self, by_time: Groups) -> tuple[Alert, ...]:
         for t in sorted(by_time):
-            self._add(by_time[t])
+            self._add(*by_time[t])
             if t > self._evaluated_until:
                 self._now = t
                 self._trim(t)
@@ -169,11 +215,13 @@ class Monitor:
                 self._evaluated_until = t
         return self.alerts
 
-    def _add(self, group: list[tuple[Track, Sample]]) -> None:
+    def _add(self, tracks: list[Track], samples: list[Sample]) -> None:
         """File one poll time's samples: latest value, fine and coarse history, counter wraps and resets."""
         latest = self._latest
         coarse_step_s = self.coarse_step_s
-        for track, sample in group:
+        if samples and (self._newest is None or samples[0].time > self._newest):
+            self._newest = samples[0].time  # a group is one poll time, and every series keeps its last point
+        for track, sample in zip(tracks, samples, strict=True):
             t, value = sample.time, sample.value
             if sample.kind == "counter" and t > track.rate_t:  # what RateTracker.update_keyed does, per Track
                 previous = track.rate_v
@@ -221,7 +269,7 @@ class Monitor:
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""
-        short = Window.from_points(self._fine)
+        short = Window.from_points(self._fine, end=0.0 if self._newest is None else self._newest)
         found: list[Alert] = []
         for detector in self.detectors:
             last_run = self._last_run.get(detector.name)
@@ -246,8 +294,8 @@ class Monitor:
             key = (alert.detector, alert.subject, alert.severity)
             first = self._since.get(key, since.get(key, alert.since))
             since[key] = min(first, alert.since)
-            alerts.append(Alert(alert.detector, alert.severity, alert.subject, since[key], alert.evidence,
-                                alert.recommendation))
+            alerts.append(alert if since[key] == alert.since else Alert(
+                alert.detector, alert.severity, alert.subject, since[key], alert.evidence, alert.recommendation))
         self._since = since
         self.alerts = tuple(alerts)
         return self.alerts

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -15,14 +16,39 @@ from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import spec
 from tensorfabric.telemetry.rates import counter_delta
 
-__all__ = ["Labels", "Window", "subject_of"]
+__all__ = ["Labels", "Window", "label_of", "subject_of"]
 
 Labels = tuple[tuple[str, str], ...]
 Point = tuple[float, float]
 
+# Label helpers are pure functions of a label tuple, and the engine hands detectors the same tuples on every
+# poll, so their results are cached across polls (bounded: label churn must not grow them without bound).
+_CACHE = 1 << 16
+_LABEL_SETS: dict[Labels, frozenset[tuple[str, str]]] = {}
+
+
+@lru_cache(maxsize=_CACHE)
+def label_of(labels: Labels, name: str) -> str | None:
+    """``dict(labels).get(name)``, cached."""
+    for key, value in reversed(labels):  # the last one wins, as in dict(labels)
+        if key == name:
+            return value
+    return None
+
 
 def subject_of(labels: Mapping[str, str] | Labels, *keys: str) -> str:
     """A readable subject such as ``leaf1 Ethernet4 prio 3`` from the labels that are present."""
+    if isinstance(labels, tuple):
+        return _subject(labels, keys)
+    return _subject_uncached(labels, keys)
+
+
+@lru_cache(maxsize=_CACHE)
+def _subject(labels: Labels, keys: tuple[str, ...]) -> str:
+    return _subject_uncached(labels, keys)
+
+
+def _subject_uncached(labels: Mapping[str, str] | Labels, keys: tuple[str, ...]) -> str:
     found = dict(labels)
     parts = [found.get("host", ""), found.get("device", "") if found.get("device") != found.get("host") else "",
              found.get("port", "")]
@@ -45,15 +71,20 @@ class Window:
                 points.sort()
         self._data: Mapping[str, Mapping[Labels, list[Point]]] = grouped
         self._memo: dict[tuple[str, Labels, int | None], list[tuple[float, float, float]]] = {}
-        self._label_sets: dict[Labels, frozenset[tuple[str, str]]] = {}
         self.memo: dict[tuple[object, ...], Any] = {}
         """Scratch space for detectors sharing derived values within one evaluation."""
 
     @classmethod
-    def from_points(cls, data: Mapping[str, Mapping[Labels, list[Point]]]) -> Window:
-        """A window over already grouped, time-sorted points (the engine's history)."""
+    def from_points(cls, data: Mapping[str, Mapping[Labels, list[Point]]], *, end: float | None = None) -> Window:
+        """A window over already grouped, time-sorted points (the engine's history).
+
+        ``end`` is :attr:`end` when the caller already knows it (the engine tracks the newest point it filed),
+        saving a scan of every series.
+        """
         window = cls(())
         window._data = data
+        if end is not None:
+            window.memo["end",] = end
         return window
 
     @property
@@ -68,14 +99,53 @@ class Window:
         return set(self._data)
 
     def series(self, metric: str, **match: str) -> Iterator[tuple[Labels, list[Point]]]:
+        if not match:
+            yield from self._data.get(metric, {}).items()
+            return
         wanted = set(match.items())
-        sets = self._label_sets
+        sets = _LABEL_SETS
         for labels, points in self._data.get(metric, {}).items():
             have = sets.get(labels)
-            if have is None:  # detectors query the same series many times per evaluation
+            if have is None:  # detectors query the same series many times per evaluation, and every poll
+                if len(sets) > _CACHE:
+                    sets.clear()
                 have = sets[labels] = frozenset(labels)
             if wanted <= have:
                 yield labels, points
+
+    def recent_increases(self, metric: str, last: int, **match: str) -> list[tuple[Labels, list[tuple[float, float,
+                                                                                                  float]]]]:
+        """(labels, :meth:`increases` of its ``last`` intervals) for every matching series, computed once per
+        window."""
+        key = ("recent_increases", metric, last, *sorted(match.items()))
+        cached: list[tuple[Labels, list[tuple[float, float, float]]]] | None = self.memo.get(key)
+        if cached is None:
+            entry = spec(metric)
+            wrap = entry.wrap if entry else None
+            cached = [(labels, [(t0, t1, v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0])
+                                for (t0, v0), (t1, v1) in pairwise(points[-(last + 1):])])
+                      for labels, points in self.series(metric, **match)]
+            self.memo[key] = cached
+        return cached
+
+    def last_increases(self, metric: str, **match: str) -> list[tuple[Labels, float, float]]:
+        """(labels, increase, seconds) over the last interval of every matching series with two points or more:
+        :meth:`increase` for a whole metric at once, computed once per window."""
+        key = ("last_increases", metric, *sorted(match.items()))
+        cached: list[tuple[Labels, float, float]] | None = self.memo.get(key)
+        if cached is None:
+            cached = []
+            wrap: float | None = None
+            entry = spec(metric)
+            if entry is not None:
+                wrap = entry.wrap
+            for labels, points in self.series(metric, **match):
+                if len(points) < 2:
+                    continue
+                (t0, v0), (t1, v1) = points[-2], points[-1]
+                cached.append((labels, v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0], t1 - t0))
+            self.memo[key] = cached
+        return cached
 
     def points(self, metric: str, labels: Labels) -> list[Point]:
         return self._data.get(metric, {}).get(labels, [])
@@ -92,7 +162,9 @@ class Window:
             points = points[-(last + 1):]
         entry = spec(metric)
         wrap = entry.wrap if entry else None
-        steps = [(t0, t1, counter_delta(v0, v1, wrap)[0]) for (t0, v0), (t1, v1) in pairwise(points)]
+        # counter_delta only where the counter went down: the common case stays in the comprehension
+        steps = [(t0, t1, v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0])
+                 for (t0, v0), (t1, v1) in pairwise(points)]
         self._memo[key] = steps
         return steps
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.window import Labels, Window
@@ -70,13 +71,20 @@ def paused_fractions(window: Window, direction: str, intervals: int = 1) -> list
     cached = window.memo.get(key)
     if cached is None:
         cached = []
-        for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
-            fraction = window.rate("roce_pfc_paused_seconds_total", labels, intervals)
-            if fraction is not None:
-                cached.append((labels, min(fraction, 1.0)))
+        if intervals == 1:  # what every detector asks for: all series' last intervals, computed once
+            for labels, increase, seconds in window.last_increases("roce_pfc_paused_seconds_total",
+                                                                   direction=direction):
+                if seconds > 0:
+                    cached.append((labels, min(increase / seconds, 1.0)))
+        else:
+            for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
+                fraction = window.rate("roce_pfc_paused_seconds_total", labels, intervals)
+                if fraction is not None:
+                    cached.append((labels, min(fraction, 1.0)))
         window.memo[key] = cached
     return list(cached)
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and detectors ask it for the same label tuples on every poll
 def without(labels: Labels, *keys: str) -> Labels:
     return tuple((k, v) for k, v in labels if k not in keys)

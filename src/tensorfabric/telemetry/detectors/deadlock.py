@@ -10,6 +10,7 @@ link is sending that pause. A cycle of such edges is a cyclic buffer dependency 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds, paused_fractions
@@ -55,6 +56,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str]:
     return []
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and asked about every pause series on every poll
 def _where(labels: Labels) -> tuple[str, str, str]:
     info = dict(labels)
     return info.get("host", ""), info.get("port", ""), info.get("priority", "")

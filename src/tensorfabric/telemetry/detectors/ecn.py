@@ -7,35 +7,36 @@ marking starts above the PFC XOFF point (ECN must act first).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds, paused_fractions
-from tensorfabric.telemetry.window import Labels, Window, subject_of
+from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and asked about the same label tuples on every poll
 def _port(labels: Labels) -> Labels:
     return tuple((k, v) for k, v in labels if k in ("host", "device", "port"))
 
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     alerts: list[Alert] = []
-    for labels, _ in window.series("roce_cnp_ignored_total"):
-        got = window.increase("roce_cnp_ignored_total", labels)
-        if got and got[0] > 0:
+    for labels, increase, _ in window.last_increases("roce_cnp_ignored_total"):
+        if increase > 0:
             alerts.append(Alert("ecn-misconfig", "warning", subject_of(labels), window.end,
-                                {"signature": "cnp-ignored", "cnp_ignored": got[0]},
+                                {"signature": "cnp-ignored", "cnp_ignored": increase},
                                 "CNPs reach QPs without RoCE congestion control: enable DCQCN on this adapter "
                                 "(roce_cc / ECN settings for the priority) or stop marking this traffic."))
     marks: dict[Labels, float] = {}
-    for labels, _ in window.series("roce_ecn_marked_packets_total"):
-        got = window.increase("roce_ecn_marked_packets_total", labels)
-        if got is not None and "queue" not in dict(labels):
-            marks[_port(labels)] = marks.get(_port(labels), 0.0) + got[0]
-    for labels, _ in window.series("roce_cnp_sent_total"):
-        got = window.increase("roce_cnp_sent_total", labels)
+    for labels, increase, _ in window.last_increases("roce_ecn_marked_packets_total"):
+        if label_of(labels, "queue") is None:
+            port = _port(labels)
+            marks[port] = marks.get(port, 0.0) + increase
+    for labels, increase, _ in window.last_increases("roce_cnp_sent_total"):
         seen = marks.get(_port(labels), 0.0)
-        if got is not None and got[0] == 0 and seen >= limits.ecn_min_marks:
+        if increase == 0 and seen >= limits.ecn_min_marks:
             alerts.append(Alert("ecn-misconfig", "warning", subject_of(labels), window.end,
                                 {"signature": "marks-without-cnp", "ce_marked": seen, "cnp_sent": 0},
                                 "CE-marked packets arrive but no CNPs are sent: enable the notification point "

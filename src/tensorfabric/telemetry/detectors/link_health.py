@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
-from tensorfabric.telemetry.window import Window, subject_of
+from tensorfabric.telemetry.metrics import spec
+from tensorfabric.telemetry.rates import counter_delta
+from tensorfabric.telemetry.window import Point, Window, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
@@ -13,43 +15,82 @@ _RESEAT = "Clean or reseat the optics, then replace cable/transceiver; take the 
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     alerts: list[Alert] = []
-    for labels, _ in window.series("roce_phy_uncorrected_symbols_total"):
-        got = window.increase("roce_phy_uncorrected_symbols_total", labels)
-        if got and got[0] > 0:
-            alerts.append(Alert("link-health", "critical", subject_of(labels), window.end - got[1],
-                                {"signature": "uncorrected", "uncorrected_symbols": got[0]},
+    for labels, increase, seconds in window.last_increases("roce_phy_uncorrected_symbols_total"):
+        if increase > 0:
+            alerts.append(Alert("link-health", "critical", subject_of(labels), window.end - seconds,
+                                {"signature": "uncorrected", "uncorrected_symbols": increase},
                                 "FEC cannot correct errors on this link: traffic is lost. " + _RESEAT))
     for labels, points in window.series("roce_link_down_events_total"):
-        flaps = sum(inc for _, _, inc in window.increases("roce_link_down_events_total", labels))
         recent = window.increase("roce_link_down_events_total", labels)
         if recent and recent[0] > 0:
+            flaps = sum(inc for _, _, inc in window.increases("roce_link_down_events_total", labels))
             alerts.append(Alert("link-health", "critical" if flaps >= limits.flaps_critical else "warning",
                                 subject_of(labels), window.end - recent[1],
                                 {"signature": "flap", "link_down_events": flaps, "window_s": points[-1][0] -
                                  points[0][0]}, "The link went down: check the peer, optics and cable. " + _RESEAT))
     for metric in ("roce_phy_symbol_errors_total", "roce_phy_crc_errors_total"):
-        for labels, _ in window.series(metric):
-            got = window.increase(metric, labels)
-            if got and got[0] > 0:
-                alerts.append(Alert("link-health", "warning", subject_of(labels), window.end - got[1],
+        for labels, increase, seconds in window.last_increases(metric):
+            if increase > 0:
+                alerts.append(Alert("link-health", "warning", subject_of(labels), window.end - seconds,
                                     {"signature": metric.removeprefix("roce_phy_").removesuffix("_total"),
-                                     "increase": got[0]}, _RESEAT))
+                                     "increase": increase}, _RESEAT))
     for labels, _ in window.series("roce_phy_corrected_bits_total"):
         bits_labels = window.with_labels("roce_phy_received_bits_total", labels)
         if bits_labels is None:
             continue
-        corrected = window.increases("roce_phy_corrected_bits_total", labels)
-        received = window.increases("roce_phy_received_bits_total", bits_labels)
-        bers = [c[2] / r[2] for c, r in zip(corrected, received, strict=False) if r[2] > 0]
-        if not bers:
+        bers = _ber_ends(window.points("roce_phy_corrected_bits_total", labels),
+                         window.points("roce_phy_received_bits_total", bits_labels))
+        if bers is None:
             continue
-        rising = len(bers) >= 3 and bers[-1] > 10 * max(bers[0], 1e-15) and bers[-1] > limits.corrected_ber_max / 10
-        if bers[-1] > limits.corrected_ber_max or rising:
+        first, last, three = bers
+        rising = three and last > 10 * max(first, 1e-15) and last > limits.corrected_ber_max / 10
+        if last > limits.corrected_ber_max or rising:
             alerts.append(Alert("link-health", "warning", subject_of(labels), window.end,
-                                {"signature": "ber-rising" if rising else "ber-high", "corrected_ber": bers[-1],
-                                 "first_ber_in_window": bers[0], "threshold": limits.corrected_ber_max},
+                                {"signature": "ber-rising" if rising else "ber-high", "corrected_ber": last,
+                                 "first_ber_in_window": first, "threshold": limits.corrected_ber_max},
                                 "Pre-FEC errors are high or rising: this link is degrading. " + _RESEAT))
     return alerts
+
+
+def _ber_ends(corrected: list[Point], received: list[Point]) -> tuple[float, float, bool] | None:
+    """(first, last, at least three) of the per-interval corrected BERs, pairing the two counters' intervals by
+    position and skipping intervals with no received bits; None when there is none.
+
+    Only the ends and the count decide the verdict, so only they are computed: a 25-minute window holds ~100
+    intervals per link, and working out every one on every poll was most of this detector's cost.
+    """
+    intervals = min(len(corrected), len(received)) - 1
+    wrap_c, wrap_r = _wrap("roce_phy_corrected_bits_total"), _wrap("roce_phy_received_bits_total")
+
+    def ber(i: int) -> float | None:
+        bits = _step(received, i, wrap_r)
+        return _step(corrected, i, wrap_c) / bits if bits > 0 else None
+
+    found: list[float] = []
+    for i in range(intervals):
+        value = ber(i)
+        if value is not None:
+            found.append(value)
+            if len(found) == 3:
+                break
+    if not found:
+        return None
+    for i in range(intervals - 1, -1, -1):
+        value = ber(i)
+        if value is not None:
+            return found[0], value, len(found) >= 3
+    return None  # unreachable: the forward scan found one
+
+
+def _wrap(metric: str) -> float | None:
+    entry = spec(metric)
+    return entry.wrap if entry else None
+
+
+def _step(points: list[Point], i: int, wrap: float | None) -> float:
+    """Increase over interval ``i`` of a counter series (as Window.increases computes it)."""
+    (_, v0), (_, v1) = points[i], points[i + 1]
+    return v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0]
 
 
 DETECTOR = Detector("link-health", 1500.0, detect)

@@ -8,9 +8,11 @@ counters without a priority (``rx_discards_phy``, the watchdog's drops) count to
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
-from tensorfabric.telemetry.window import Labels, Window, subject_of
+from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
@@ -18,35 +20,38 @@ _MIXED_CLASSES = {"port"}
 
 
 def _lossless(labels: Labels, limits: Thresholds) -> bool:
+    return _lossless_for(labels, tuple(limits.lossless_priorities))
+
+
+@lru_cache(maxsize=1 << 16)  # pure, and asked about the same label tuples on every poll
+def _lossless_for(labels: Labels, lossless_priorities: tuple[str, ...]) -> bool:
     info = dict(labels)
     if info.get("reason") in _MIXED_CLASSES:
         return False
     for key in ("priority", "queue"):
-        if key in info and info[key] not in limits.lossless_priorities:
+        if key in info and info[key] not in lossless_priorities:
             return False
     return True
 
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     alerts: list[Alert] = []
-    for labels, _ in window.series("roce_discards_total"):
-        got = window.increase("roce_discards_total", labels)
-        if got and got[0] > 0 and _lossless(labels, limits):
+    for labels, increase, seconds in window.last_increases("roce_discards_total"):
+        if increase > 0 and _lossless(labels, limits):
             alerts.append(Alert("lossless-loss", "critical", subject_of(labels, "priority", "queue", "reason"),
-                                window.end - got[1], {"discards": got[0], "seconds": got[1],
-                                                      "reason": dict(labels).get("reason", "")},
+                                window.end - seconds, {"discards": increase, "seconds": seconds,
+                                                       "reason": label_of(labels, "reason") or ""},
                                 "Lossless traffic is being dropped: check PFC is enabled on this priority end to end, "
                                 "headroom covers cable length and MTU, and the watchdog is not dropping a stormed "
                                 "queue."))
-    for labels, _ in window.series("roce_retries_exceeded_total"):
-        got = window.increase("roce_retries_exceeded_total", labels)
-        if got and got[0] > 0:
-            alerts.append(Alert("lossless-loss", "critical", subject_of(labels, "kind"), window.end - got[1],
-                                {"retries_exceeded": got[0]},
+    for labels, increase, seconds in window.last_increases("roce_retries_exceeded_total"):
+        if increase > 0:
+            alerts.append(Alert("lossless-loss", "critical", subject_of(labels, "kind"), window.end - seconds,
+                                {"retries_exceeded": increase},
                                 "QPs went to error after exhausting retries: the job saw the loss. Find the drop "
                                 "point (discards, link health) before restarting."))
-    for labels, _ in window.series("roce_retransmissions_total"):
-        rate = window.rate("roce_retransmissions_total", labels)
+    for labels, increase, seconds in window.last_increases("roce_retransmissions_total"):
+        rate = increase / seconds if seconds > 0 else None
         if rate is not None and rate > limits.retrans_baseline_per_s:
             alerts.append(Alert("lossless-loss", "warning", subject_of(labels, "kind"), window.end,
                                 {"per_second": round(rate, 3), "baseline_per_s": limits.retrans_baseline_per_s},

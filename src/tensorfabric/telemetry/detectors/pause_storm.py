@@ -11,7 +11,7 @@ from typing import Literal
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds, paused_fractions
-from tensorfabric.telemetry.window import Window, subject_of
+from tensorfabric.telemetry.window import Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
@@ -27,15 +27,14 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     storm_counters: tuple[tuple[str, Severity], ...] = (("roce_pause_storm_error_events_total", "critical"),
                                                          ("roce_pause_storm_warning_events_total", "warning"))
     for metric, severity in storm_counters:
-        for labels, _ in window.series(metric):
-            got = window.increase(metric, labels)
-            if got and got[0] > 0:
-                alerts.append(Alert("pause-storm", severity, subject_of(labels), window.end - got[1],
-                                    {"counter": metric, "increase": got[0], "seconds": got[1]}, _ADVICE))
+        for labels, increase, seconds in window.last_increases(metric):
+            if increase > 0:
+                alerts.append(Alert("pause-storm", severity, subject_of(labels), window.end - seconds,
+                                    {"counter": metric, "increase": increase, "seconds": seconds}, _ADVICE))
     # a device whose own ports are held by their peers is relaying pause (or deadlocked), not storming
-    held = {dict(k).get("host") for k, f in paused_fractions(window, "rx") if f >= limits.origin_victim_rx_fraction}
+    held = {label_of(k, "host") for k, f in paused_fractions(window, "rx") if f >= limits.origin_victim_rx_fraction}
     for labels, fraction in paused_fractions(window, "tx"):
-        if fraction >= limits.storm_tx_fraction and dict(labels).get("host") not in held:
+        if fraction >= limits.storm_tx_fraction and label_of(labels, "host") not in held:
             alerts.append(Alert("pause-storm", "critical", subject_of(labels, "priority"), window.end,
                                 {"tx_paused_fraction": round(fraction, 4), "threshold": limits.storm_tx_fraction},
                                 _ADVICE))

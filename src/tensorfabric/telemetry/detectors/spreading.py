@@ -18,8 +18,7 @@ def _relays_per_interval(window: Window, limits: Thresholds, intervals: int = 3)
     shares: dict[str, list[dict[Labels, float]]] = {"rx": [{} for _ in range(intervals)],
                                                      "tx": [{} for _ in range(intervals)]}
     for direction, per_interval in shares.items():
-        for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
-            steps = window.increases("roce_pfc_paused_seconds_total", labels, intervals)
+        for labels, steps in window.recent_increases("roce_pfc_paused_seconds_total", intervals, direction=direction):
             port = without(labels, "direction")
             for back, (t0, t1, inc) in enumerate(reversed(steps)):
                 per_interval[intervals - 1 - back][port] = inc / (t1 - t0) if t1 > t0 else 0.0

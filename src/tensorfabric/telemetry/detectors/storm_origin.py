@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds, paused_fractions, without
-from tensorfabric.telemetry.window import Labels, Window, subject_of
+from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
@@ -18,13 +18,13 @@ __all__ = ["DETECTOR", "detect"]
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     rx = {without(labels, "direction"): f for labels, f in paused_fractions(window, "rx")}
     # a device with any port held by its peer is relaying pause (or deadlocked), not the root of a tree
-    held_devices = {dict(k).get("host") for k, f in rx.items() if f >= limits.origin_victim_rx_fraction}
+    held_devices = {label_of(k, "host") for k, f in rx.items() if f >= limits.origin_victim_rx_fraction}
     origins: dict[str, list[tuple[Labels, float]]] = defaultdict(list)
     for labels, fraction in paused_fractions(window, "tx"):
         key = without(labels, "direction")
         if (fraction >= limits.origin_tx_fraction and rx.get(key, 0.0) <= limits.origin_rx_max_fraction
-                and dict(labels).get("host") not in held_devices):
-            origins[dict(labels).get("priority", "")].append((labels, fraction))
+                and label_of(labels, "host") not in held_devices):
+            origins[label_of(labels, "priority") or ""].append((labels, fraction))
     alerts: list[Alert] = []
     for priority, roots in origins.items():
         victims = sorted(subject_of(k) for k, f in rx.items()

@@ -13,7 +13,7 @@ from math import isfinite
 from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError
-from tensorfabric.samples import Sample, SampleKind
+from tensorfabric.samples import Sample, SampleKind, new_sample
 from tensorfabric.telemetry.metrics import METRICS
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run
 
@@ -153,7 +153,7 @@ def ethtool_samples(values: dict[str, float], *, time: float, host: str, device:
             if len(plans) < 10_000:
                 plans[key] = plan
         if plan is not None:
-            append(Sample(time, plan[0], plan[1], value * plan[2], plan[3], source))
+            append(new_sample(time, plan[0], plan[1], value * plan[2], plan[3], source))
     return out
 
 

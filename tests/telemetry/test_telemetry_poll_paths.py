@@ -1,0 +1,136 @@
+"""The poll's fast paths give what the plain ones give: samples, tracks and layouts, window shortcuts, BER ends."""
+
+from __future__ import annotations
+
+import dataclasses
+from itertools import pairwise
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensorfabric.samples import Sample, new_sample
+from tensorfabric.telemetry.detectors.link_health import _ber_ends
+from tensorfabric.telemetry.engine import Monitor
+from tensorfabric.telemetry.rates import counter_delta
+from tensorfabric.telemetry.sources import Reading
+from tensorfabric.telemetry.window import Labels, Point, Window, label_of, subject_of
+
+
+def test_new_sample_is_the_same_frozen_sample() -> None:
+    labels = {"host": "h0", "device": "eth0"}
+    fast = new_sample(15.0, "roce_bytes_total", "counter", 3.0, labels, "s")
+    assert fast == Sample(15.0, "roce_bytes_total", "counter", 3.0, labels, "s")
+    assert fast.series == ("roce_bytes_total", (("device", "eth0"), ("host", "h0")))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.value = 4.0  # type: ignore[misc]
+
+
+class _Scripted:
+    """A source that returns a scripted list of samples per poll."""
+
+    def __init__(self, name: str, polls: list[list[Sample]]) -> None:
+        self.name = name
+        self._polls = iter(polls)
+
+    def read(self) -> Reading:
+        return Reading(tuple(next(self._polls)))
+
+
+def _sample(t: float, value: float, labels: dict[str, str], metric: str = "roce_discards_total") -> Sample:
+    return Sample(t, metric, "counter", value, labels, "test")
+
+
+def test_layout_reuse_keeps_clashes_new_series_and_fresh_label_dicts() -> None:
+    a_labels = {"host": "h0", "device": "eth0", "port": "1"}
+    b_labels = {"host": "h0", "device": "eth1", "port": "1"}
+    first = _Scripted("first", [[_sample(15.0 * i, i, a_labels)] for i in range(1, 5)])
+    # the second source reads the first one's series too (dropped, with a clash) plus one of its own; from the
+    # third poll on it hands out equal but new label dicts, and on the fourth it adds a series
+    second = _Scripted("second", [
+        [_sample(15.0, 1, a_labels), _sample(15.0, 10, b_labels)],
+        [_sample(30.0, 2, a_labels), _sample(30.0, 20, b_labels)],
+        [_sample(45.0, 3, dict(a_labels)), _sample(45.0, 30, dict(b_labels))],
+        [_sample(60.0, 4, dict(a_labels)), _sample(60.0, 40, dict(b_labels)),
+         _sample(60.0, 1, {**b_labels, "priority": "3"})],
+    ])
+    monitor = Monitor([first, second])
+    for poll in range(4):
+        result = monitor.poll()
+        assert [s.source for s in result.samples].count("test") == len(result.samples)
+        assert len(result.samples) == (2 if poll < 3 else 3)
+        assert result.errors["second"] == ("series already read by first (e.g. roce_discards_total) dropped "
+                                           "from this source",)
+    window = monitor.window()
+    assert [p[1] for p in window.points("roce_discards_total", tuple(sorted(a_labels.items())))] == [1, 2, 3, 4]
+    assert [p[1] for p in window.points("roce_discards_total", tuple(sorted(b_labels.items())))] == [10, 20, 30, 40]
+    assert monitor.status["second"].errors_total == 4
+
+
+def test_a_reading_with_several_times_is_evaluated_per_time() -> None:
+    labels = {"host": "h0", "device": "eth0", "port": "1"}
+    other = {"host": "h1", "device": "eth0", "port": "1"}
+    source = _Scripted("s", [[_sample(15.0, 0, labels), _sample(16.0, 0, other)],
+                             [_sample(30.0, 5, labels), _sample(31.0, 0, other)]])
+    monitor = Monitor([source])
+    monitor.poll()
+    result = monitor.poll()
+    assert result.time == 31.0
+    assert [a.subject for a in result.alerts] == ["h0 eth0 1"]
+    assert monitor.window().end == 31.0
+
+
+def test_counter_resets_are_recorded_once_per_drop() -> None:
+    labels = {"host": "h0", "device": "eth0", "port": "1"}
+    monitor = Monitor()
+    for t, value in ((15.0, 100.0), (30.0, 5.0), (30.0, 1.0), (45.0, 7.0), (60.0, 2.0)):
+        monitor.ingest([_sample(t, value, labels)])
+    assert [(e.time, e.kind, e.previous, e.current) for e in monitor.counter_events] == [
+        (30.0, "reset", 100.0, 5.0), (60.0, "reset", 7.0, 2.0)]
+    assert monitor.rates.event_counts == {("roce_discards_total", "reset"): 2}
+
+
+points_st = st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 2.0**33)), max_size=8).map(
+    lambda pts: [(float(i * 15), v) for i, (_, v) in enumerate(pts)])
+
+
+def _window(series: dict[Labels, list[Point]]) -> Window:
+    return Window.from_points({"roce_pfc_pause_frames_total": series})
+
+
+@given(st.lists(points_st, min_size=1, max_size=4))
+def test_last_and_recent_increases_match_the_per_series_queries(point_lists: list[list[Point]]) -> None:
+    metric = "roce_pfc_pause_frames_total"
+    series: dict[Labels, list[Point]] = {(("direction", "rx" if i % 2 else "tx"), ("host", f"h{i}")): pts
+                                         for i, pts in enumerate(point_lists)}
+    window = _window(series)
+    want = [(labels, *got) for labels in series if (got := window.increase(metric, labels)) is not None]
+    assert window.last_increases(metric) == want
+    assert window.last_increases(metric, direction="rx") == [w for w in want if ("direction", "rx") in w[0]]
+    assert window.recent_increases(metric, 3) == [(labels, window.increases(metric, labels, 3)) for labels in series]
+
+
+def test_window_end_given_by_the_engine_is_the_newest_point() -> None:
+    window = _window({(("host", "a"),): [(0.0, 1.0), (15.0, 2.0)], (("host", "b"),): [(30.0, 1.0)]})
+    assert window.end == 30.0
+    assert Window.from_points({}, end=12.0).end == 12.0
+
+
+def test_label_helpers_match_dict_lookups() -> None:
+    labels = (("device", "eth0"), ("host", "h0"), ("priority", "3"))
+    assert label_of(labels, "host") == "h0" and label_of(labels, "queue") is None
+    assert subject_of(labels, "priority") == subject_of(dict(labels), "priority") == "h0 eth0 prio 3"
+
+
+def _all_bers(corrected: list[Point], received: list[Point]) -> list[float]:
+    """The corrected BER of every interval, the way link-health computed it before it looked only at the ends."""
+    def step(pts: list[Point]) -> list[float]:
+        return [counter_delta(v0, v1)[0] for (_, v0), (_, v1) in pairwise(pts)]
+
+    return [c / r for c, r in zip(step(corrected), step(received), strict=False) if r > 0]
+
+
+@given(points_st, points_st)
+def test_ber_ends_match_the_full_list(corrected: list[Point], received: list[Point]) -> None:
+    bers = _all_bers(corrected, received)
+    assert _ber_ends(corrected, received) == ((bers[0], bers[-1], len(bers) >= 3) if bers else None)
