@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from itertools import pairwise
 
 import pytest
@@ -10,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tensorfabric.samples import Sample, new_sample
+from tensorfabric.telemetry.detectors import Thresholds
+from tensorfabric.telemetry.detectors.capacity import seasonal_slope
 from tensorfabric.telemetry.detectors.link_health import _ber_ends
 from tensorfabric.telemetry.engine import Monitor
 from tensorfabric.telemetry.rates import counter_delta
@@ -134,3 +137,29 @@ def _all_bers(corrected: list[Point], received: list[Point]) -> list[float]:
 def test_ber_ends_match_the_full_list(corrected: list[Point], received: list[Point]) -> None:
     bers = _all_bers(corrected, received)
     assert _ber_ends(corrected, received) == ((bers[0], bers[-1], len(bers) >= 3) if bers else None)
+
+
+def _all_pairs_slope(values: dict[int, float], period: int) -> tuple[float, float]:
+    """seasonal_slope as it was first written: every pair of buckets, kept when a whole number of periods apart."""
+    slopes = [(values[j] - values[i]) / (j - i) for i in values for j in values if j > i and (j - i) % period == 0]
+    if not slopes:
+        return 0.0, 0.0
+    return statistics.median(slopes), sum(s > 0 for s in slopes) / len(slopes)
+
+
+@given(st.dictionaries(st.integers(-50, 400), st.floats(0, 1), max_size=60), st.integers(1, 30))
+def test_seasonal_slope_matches_all_pairs(values: dict[int, float], period: int) -> None:
+    assert seasonal_slope(values, period) == _all_pairs_slope(values, period)
+
+
+def test_only_the_series_capacity_reads_are_kept_downsampled() -> None:
+    monitor = Monitor(limits=Thresholds(lossless_priorities=("3",)))
+    for t in (0.0, 300.0, 600.0):
+        monitor.ingest([Sample(t, "roce_pfc_paused_seconds_total", "counter", t / 10,
+                               {"host": "h0", "direction": d, "priority": p}, "test")
+                        for d in ("rx", "tx") for p in ("3", "4")])
+    coarse = monitor._coarse["roce_pfc_paused_seconds_total"]
+    assert list(coarse) == [(("direction", "rx"), ("host", "h0"), ("priority", "3"))]
+    assert len(next(iter(coarse.values()))) == 3
+    fine = list(monitor.window().series("roce_pfc_paused_seconds_total"))
+    assert len(fine) == 4 and all(len(points) == 3 for _, points in fine)  # the short window keeps every series

@@ -79,7 +79,8 @@ class Monitor:
         self.stale_s = stale_s
         self.long_s = max([d.lookback_s for d in self.detectors if d.long_metrics] or [0.0])
         self._long_metrics = {m for d in self.detectors for m in d.long_metrics}
-        self._tracks = TrackIndex(self._long_metrics)
+        self._long_readers = [(d.long_metrics, d.long_series) for d in self.detectors if d.long_metrics]
+        self._tracks = TrackIndex(self._keeps_coarse)
         self._fine = self._tracks.fine
         self._coarse = self._tracks.coarse
         self._latest: dict[tuple[str, Labels], Sample] = {}
@@ -96,6 +97,12 @@ class Monitor:
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
         self.alerts: tuple[Alert, ...] = ()
+
+    def _keeps_coarse(self, metric: str, labels: Labels) -> bool:
+        """Whether some long-horizon detector reads this series (asked once per series; the detectors and
+        limits the monitor was made with decide, like the horizons above)."""
+        return any(metric in metrics and (reads is None or reads(labels, self.limits))
+                   for metrics, reads in self._long_readers)
 
     @property
     def counter_events(self) -> list[CounterEvent]:

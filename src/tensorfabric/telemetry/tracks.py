@@ -9,7 +9,7 @@ lookup is keyed by that dict's identity and the labels are only sorted the first
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tensorfabric.samples import Sample
 
@@ -48,12 +48,15 @@ class Track:
 
 
 class TrackIndex:
-    """Finds (or creates) the Track of a sample; creating one also creates its history lists."""
+    """Finds (or creates) the Track of a sample and attaches its history lists.
 
-    def __init__(self, long_metrics: set[str]) -> None:
+    ``keep_coarse(metric, labels)`` says whether a series also keeps a downsampled history.
+    """
+
+    def __init__(self, keep_coarse: Callable[[str, Labels], bool]) -> None:
         self.fine: History = defaultdict(dict)
         self.coarse: History = defaultdict(dict)
-        self._long_metrics = long_metrics
+        self._keep_coarse = keep_coarse
         self._tracks: dict[Series, Track] = {}
         self._keys: dict[tuple[str, Labels], Series] = {}
         self.by_id: dict[tuple[str, int], tuple[Track, Mapping[str, str]]] = {}
@@ -82,7 +85,7 @@ class TrackIndex:
     def attach(self, track: Track) -> list[Point]:
         """Give ``track`` its history lists (on its first filed sample) and return the fine one."""
         metric, series = track.key
-        if metric in self._long_metrics:
+        if self._keep_coarse(metric, series):
             track.coarse = self.coarse[metric].setdefault(series, [])
         points = track.points = self.fine[metric].setdefault(series, [])
         return points

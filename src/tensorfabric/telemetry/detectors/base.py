@@ -61,6 +61,9 @@ class Detector:
     detect: Callable[[Window, Thresholds], list[Alert]]
     long_metrics: tuple[str, ...] = ()
     """Metrics this detector needs beyond the short window (kept downsampled by the engine)."""
+    long_series: Callable[[Labels, Thresholds], bool] | None = None
+    """Which series of ``long_metrics`` it reads (None: all of them); the engine keeps only those downsampled,
+    since two weeks of points for series nobody reads cost memory and garbage-collector time on every poll."""
     every_s: float = 0.0
     """Re-run at most this often (a trend over days does not change between 15-second polls)."""
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import DAY_S, Detector, Thresholds
-from tensorfabric.telemetry.window import Labels, Window, subject_of
+from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "buckets", "detect", "seasonal_slope"]
 
@@ -34,8 +34,10 @@ def buckets(window: Window, labels: Labels, step_s: float) -> dict[int, float]:
 
 def seasonal_slope(values: dict[int, float], period: int) -> tuple[float, float]:
     """(median slope per bucket, share of positive slopes) over pairs a whole number of periods apart."""
-    slopes = [(values[j] - values[i]) / (j - i) for i in values for j in values
-              if j > i and (j - i) % period == 0]
+    # only the partners a whole number of periods later: O(buckets x days), not O(buckets^2)
+    last = max(values, default=0)
+    slopes = [(values[j] - values[i]) / (j - i) for i in values for j in range(i + period, last + 1, period)
+              if j in values]
     if not slopes:
         return 0.0, 0.0
     return statistics.median(slopes), sum(s > 0 for s in slopes) / len(slopes)
@@ -46,8 +48,8 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     period = max(1, round(DAY_S / step))
     levels: dict[Labels, float] = {}
     trends: dict[Labels, tuple[float, float, float]] = {}
-    for labels, points in window.series("roce_pfc_paused_seconds_total", direction="rx"):
-        if dict(labels).get("priority", "") not in limits.lossless_priorities:
+    for labels, points in window.series("roce_pfc_paused_seconds_total"):
+        if not _reads(labels, limits):
             continue
         values = buckets(window, labels, step)
         if not values:
@@ -91,5 +93,10 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     return alerts
 
 
+def _reads(labels: Labels, limits: Thresholds) -> bool:
+    """The series this detector reads: time paused by the peer (RX) on a lossless priority."""
+    return label_of(labels, "direction") == "rx" and (label_of(labels, "priority") or "") in limits.lossless_priorities
+
+
 DETECTOR = Detector("capacity-trend", 14 * DAY_S, detect, long_metrics=("roce_pfc_paused_seconds_total",),
-                    every_s=3600.0)
+                    every_s=3600.0, long_series=_reads)
