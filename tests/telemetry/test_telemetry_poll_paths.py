@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections import defaultdict
 from itertools import pairwise
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from tensorfabric.samples import Sample, new_sample
 from tensorfabric.telemetry.detectors import Thresholds
-from tensorfabric.telemetry.detectors.capacity import seasonal_slope
+from tensorfabric.telemetry.detectors.capacity import buckets, seasonal_slope
 from tensorfabric.telemetry.detectors.link_health import _ber_ends
 from tensorfabric.telemetry.engine import Monitor
 from tensorfabric.telemetry.rates import counter_delta
@@ -163,3 +164,27 @@ def test_only_the_series_capacity_reads_are_kept_downsampled() -> None:
     assert len(next(iter(coarse.values()))) == 3
     fine = list(monitor.window().series("roce_pfc_paused_seconds_total"))
     assert len(fine) == 4 and all(len(points) == 3 for _, points in fine)  # the short window keeps every series
+
+
+@given(points_st)
+def test_total_increase_is_the_sum_of_the_steps(points: list[Point]) -> None:
+    window = _window({(("host", "a"),): points})
+    steps = window.increases("roce_pfc_pause_frames_total", (("host", "a"),))
+    assert window.total_increase("roce_pfc_pause_frames_total", (("host", "a"),)) == sum(s[2] for s in steps)
+
+
+def _buckets_per_interval(window: Window, labels: Labels, step_s: float) -> dict[int, float]:
+    """capacity.buckets as first written: one dict update per interval."""
+    paused: dict[int, float] = defaultdict(float)
+    elapsed: dict[int, float] = defaultdict(float)
+    for t0, t1, inc in window.increases("roce_pfc_paused_seconds_total", labels):
+        paused[int(t1 // step_s)] += inc
+        elapsed[int(t1 // step_s)] += t1 - t0
+    return {i: min(paused[i] / elapsed[i], 1.0) for i in paused if elapsed[i] > 0}
+
+
+@given(st.lists(st.tuples(st.floats(0, 5000), st.floats(0, 100)), max_size=40), st.sampled_from([60.0, 600.0]))
+def test_capacity_buckets_match_one_update_per_interval(raw: list[Point], step_s: float) -> None:
+    labels: Labels = (("direction", "rx"), ("priority", "3"))
+    window = Window.from_points({"roce_pfc_paused_seconds_total": {labels: sorted(raw)}})
+    assert buckets(window, labels, step_s) == _buckets_per_interval(window, labels, step_s)

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from itertools import pairwise
+from operator import itemgetter, le, sub
 from typing import Any
 
 from tensorfabric.samples import Sample
@@ -25,6 +26,7 @@ Point = tuple[float, float]
 # poll, so their results are cached across polls (bounded: label churn must not grow them without bound).
 _CACHE = 1 << 16
 _LABEL_SETS: dict[Labels, frozenset[tuple[str, str]]] = {}
+_VALUE = itemgetter(1)
 
 
 @lru_cache(maxsize=_CACHE)
@@ -167,6 +169,18 @@ class Window:
                  for (t0, v0), (t1, v1) in pairwise(points)]
         self._memo[key] = steps
         return steps
+
+    def total_increase(self, metric: str, labels: Labels) -> float:
+        """``sum`` of every :meth:`increases` step of a counter series (in the same order, so the same float),
+        without building the list of steps."""
+        points = self.points(metric, labels)
+        values = list(map(_VALUE, points))
+        if all(map(le, values, values[1:])):  # no wrap or reset: every step is a plain difference (loops in C)
+            total: float = sum(map(sub, values[1:], values[:-1]))  # 0 (an int) when empty, as sum() of the steps
+            return total
+        entry = spec(metric)
+        wrap = entry.wrap if entry else None
+        return sum(v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0] for (_, v0), (_, v1) in pairwise(points))
 
     def increase(self, metric: str, labels: Labels, intervals: int = 1) -> tuple[float, float] | None:
         """(increase, seconds) over the last ``intervals`` intervals; None with fewer than two points."""

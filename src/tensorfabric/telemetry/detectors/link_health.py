@@ -23,7 +23,7 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     for labels, points in window.series("roce_link_down_events_total"):
         recent = window.increase("roce_link_down_events_total", labels)
         if recent and recent[0] > 0:
-            flaps = sum(inc for _, _, inc in window.increases("roce_link_down_events_total", labels))
+            flaps = window.total_increase("roce_link_down_events_total", labels)
             alerts.append(Alert("link-health", "critical" if flaps >= limits.flaps_critical else "warning",
                                 subject_of(labels), window.end - recent[1],
                                 {"signature": "flap", "link_down_events": flaps, "window_s": points[-1][0] -
