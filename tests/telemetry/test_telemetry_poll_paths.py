@@ -188,3 +188,17 @@ def test_capacity_buckets_match_one_update_per_interval(raw: list[Point], step_s
     labels: Labels = (("direction", "rx"), ("priority", "3"))
     window = Window.from_points({"roce_pfc_paused_seconds_total": {labels: sorted(raw)}})
     assert buckets(window, labels, step_s) == _buckets_per_interval(window, labels, step_s)
+
+
+def test_trim_keeps_the_lookback_and_at_least_two_points() -> None:
+    monitor = Monitor()
+    labels = {"host": "h0", "device": "eth0", "port": "1"}
+    for k in range(200):
+        monitor.ingest([_sample(15.0 * k, k, labels)])
+    times = [t for t, _ in monitor.window().points("roce_discards_total", tuple(sorted(labels.items())))]
+    assert times[0] == 15.0 * 199 - monitor.fine_s and times[-1] == 15.0 * 199
+    sparse = Monitor()
+    for t in (0.0, 5000.0, 10000.0):  # polls further apart than the lookback: the last two stay
+        sparse.ingest([_sample(t, t, labels)])
+    assert [t for t, _ in sparse.window().points("roce_discards_total", tuple(sorted(labels.items())))] == [
+        5000.0, 10000.0]

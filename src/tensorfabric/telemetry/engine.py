@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time as _time
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -265,14 +266,12 @@ class Monitor:
     def _trim(self, now: float) -> None:
         for history, keep_s in ((self._fine, self.fine_s), (self._coarse, self.long_s)):
             horizon = now - keep_s
+            oldest_kept = (horizon,)  # sorts before every point at the horizon and after every older one
             for series in history.values():
                 for points in series.values():
-                    if len(points) <= 2 or points[0][0] >= horizon:
-                        continue  # the common case: nothing to cut
-                    cut = 0
-                    while cut < len(points) - 2 and points[cut][0] < horizon:
-                        cut += 1
-                    del points[:cut]
+                    if len(points) > 2 and points[0][0] < horizon:
+                        # points are sorted by time: the ones before the horizon, but always keep the last two
+                        del points[:min(bisect_left(points, oldest_kept), len(points) - 2)]
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""
