@@ -270,8 +270,10 @@ class Monitor:
             for series in history.values():
                 for points in series.values():
                     if len(points) > 2 and points[0][0] < horizon:
-                        # points are sorted by time: the ones before the horizon, but always keep the last two
-                        del points[:min(bisect_left(points, oldest_kept), len(points) - 2)]
+                        if points[1][0] >= horizon:  # the steady state: one poll in, one poll out
+                            del points[0]
+                        else:  # points are sorted by time; always keep the last two
+                            del points[:min(bisect_left(points, oldest_kept), len(points) - 2)]
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""
