@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensorfabric.samples import Sample, new_sample
-from tensorfabric.telemetry.detectors import Thresholds
+from tensorfabric.samples import Alert, Sample, new_sample
+from tensorfabric.telemetry.detectors import Detector, Thresholds
 from tensorfabric.telemetry.detectors.capacity import buckets, seasonal_slope
 from tensorfabric.telemetry.detectors.link_health import _ber_ends
 from tensorfabric.telemetry.engine import Monitor
@@ -202,3 +202,19 @@ def test_trim_keeps_the_lookback_and_at_least_two_points() -> None:
         sparse.ingest([_sample(t, t, labels)])
     assert [t for t, _ in sparse.window().points("roce_discards_total", tuple(sorted(labels.items())))] == [
         5000.0, 10000.0]
+
+
+def test_coarse_history_is_downsampled_and_trimmed_to_the_long_lookback() -> None:
+    seen: list[list[Point]] = []
+
+    def long_reader(window: Window, limits: Thresholds) -> list[Alert]:
+        seen.append(list(window.points("roce_discards_total", (("host", "h0"),))))
+        return []
+
+    monitor = Monitor(detectors=[Detector("long", 1000.0, long_reader, long_metrics=("roce_discards_total",))],
+                      coarse_step_s=100.0)
+    for k in range(60):
+        monitor.ingest([Sample(60.0 * k, "roce_discards_total", "counter", float(k), {"host": "h0"}, "test")])
+    # 60 s polls, a point kept every 120 s (>= 100 s apart); the detector last ran when the last one (3480 s)
+    # was kept, and saw the points of the 1000 s before it
+    assert seen[-1] == [(t, t / 60) for t in range(2520, 3481, 120)]

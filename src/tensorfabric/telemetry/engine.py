@@ -1,9 +1,10 @@
 """The monitor engine: poll sources, keep a bounded history, run detectors, remember source errors.
 
 History is kept at two resolutions. Every series keeps its full-resolution points for the longest short
-lookback (25 minutes by default: the watchdog-flap and link-flap windows). Metrics a long-horizon detector
-needs (capacity trend: days) also keep one point per ``coarse_step_s``, so two weeks of 15-second polls cost
-~4000 points per series rather than 80 000. Samples are evaluated in time order, one poll time at a time, so
+lookback (25 minutes by default: the watchdog-flap and link-flap windows). The series a long-horizon detector
+reads (capacity trend: RX pause time on lossless priorities, over days) also keep one point per
+``coarse_step_s``, so two weeks of 15-second polls cost ~4000 points per series rather than 80 000, stored as
+arrays the garbage collector does not walk. Samples are evaluated in time order, one poll time at a time, so
 a replayed recording sees the same alerts a live monitor would have.
 """
 
@@ -246,8 +247,9 @@ class Monitor:
             if not points or points[-1][0] < t:
                 points.append((t, value))
             coarse = track.coarse
-            if coarse is not None and (not coarse or t - coarse[-1][0] >= coarse_step_s):
-                coarse.append((t, value))
+            if coarse is not None and (not coarse.times or t - coarse.times[-1] >= coarse_step_s):
+                coarse.times.append(t)
+                coarse.values.append(value)
                 self._coarse_changed = True
 
     def _expire(self) -> None:
@@ -264,16 +266,23 @@ class Monitor:
             del self._latest[key]
 
     def _trim(self, now: float) -> None:
-        for history, keep_s in ((self._fine, self.fine_s), (self._coarse, self.long_s)):
-            horizon = now - keep_s
-            oldest_kept = (horizon,)  # sorts before every point at the horizon and after every older one
-            for series in history.values():
-                for points in series.values():
-                    if len(points) > 2 and points[0][0] < horizon:
-                        if points[1][0] >= horizon:  # the steady state: one poll in, one poll out
-                            del points[0]
-                        else:  # points are sorted by time; always keep the last two
-                            del points[:min(bisect_left(points, oldest_kept), len(points) - 2)]
+        horizon = now - self.fine_s
+        oldest_kept = (horizon,)  # sorts before every point at the horizon and after every older one
+        for series in self._fine.values():
+            for points in series.values():
+                if len(points) > 2 and points[0][0] < horizon:
+                    if points[1][0] >= horizon:  # the steady state: one poll in, one poll out
+                        del points[0]
+                    else:  # points are sorted by time; always keep the last two
+                        del points[:min(bisect_left(points, oldest_kept), len(points) - 2)]
+        horizon = now - self.long_s
+        for downsampled in self._coarse.values():
+            for coarse in downsampled.values():
+                times = coarse.times
+                if len(times) > 2 and times[0] < horizon:
+                    cut = min(bisect_left(times, horizon), len(times) - 2)
+                    del times[:cut]
+                    del coarse.values[:cut]
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""
@@ -287,7 +296,8 @@ class Monitor:
                 continue
             self._last_run[detector.name] = self._now
             window = short if not detector.long_metrics else Window.from_points(
-                {m: self._coarse.get(m, {}) for m in detector.long_metrics})
+                {m: {labels: c.points() for labels, c in self._coarse.get(m, {}).items()}
+                 for m in detector.long_metrics})
             try:
                 alerts_of = detector.detect(window, self.limits)
             except (ArithmeticError, ValueError) as exc:  # a detector bug must not stop monitoring

@@ -8,17 +8,39 @@ lookup is keyed by that dict's identity and the labels are only sorted the first
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 
 from tensorfabric.samples import Sample
 
-__all__ = ["History", "Point", "Series", "Track", "TrackIndex"]
+__all__ = ["Coarse", "History", "Point", "Series", "Track", "TrackIndex"]
 
 Labels = tuple[tuple[str, str], ...]
 Point = tuple[float, float]
 Series = tuple[str, Labels]
 History = dict[str, dict[Labels, list[Point]]]
+
+
+class Coarse:
+    """The downsampled history of one series, as two arrays of doubles rather than a list of (time, value).
+
+    Two weeks at one point per 5 minutes is ~4000 points per series; as tuples in lists the garbage collector
+    walks every one of them on each full collection (every few polls), as arrays it walks none. The
+    long-horizon detectors run hourly and get the points as a list then (:meth:`points`).
+    """
+
+    __slots__ = ("times", "values")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.values = array("d")
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def points(self) -> list[Point]:
+        return list(zip(self.times, self.values, strict=True))
 
 _CACHE_LIMIT = 500_000
 """Entries kept per lookup cache; label churn (fresh labels on every poll) must not grow them without bound."""
@@ -27,8 +49,8 @@ _CACHE_LIMIT = 500_000
 class Track:
     """One series: its key, the source that owns it, its history lists and its last counter reading.
 
-    ``points`` and ``coarse`` are the very lists the engine's fine and coarse histories hold, so appending here
-    is appending there. They are attached when the first sample is filed (``TrackIndex.attach``), not when the
+    ``points`` and ``coarse`` are the very objects the engine's fine and coarse histories hold, so appending
+    here is appending there. They are attached when the first sample is filed (``TrackIndex.attach``), not when the
     Track is made, so a history lists its series in the order their first samples were filed, as it always has
     (detectors report in that order).
     """
@@ -40,7 +62,7 @@ class Track:
         self.owner: str | None = None
         """The first source that reported the series (None while only ``Monitor.ingest`` has fed it)."""
         self.points: list[Point] | None = None
-        self.coarse: list[Point] | None = None
+        self.coarse: Coarse | None = None
         """Only for metrics a long-horizon detector reads."""
         self.rate_t = float("-inf")
         """Time of the last counter reading (what RateTracker keeps per series, without a tuple per poll)."""
@@ -55,7 +77,7 @@ class TrackIndex:
 
     def __init__(self, keep_coarse: Callable[[str, Labels], bool]) -> None:
         self.fine: History = defaultdict(dict)
-        self.coarse: History = defaultdict(dict)
+        self.coarse: dict[str, dict[Labels, Coarse]] = defaultdict(dict)
         self._keep_coarse = keep_coarse
         self._tracks: dict[Series, Track] = {}
         self._keys: dict[tuple[str, Labels], Series] = {}
@@ -86,6 +108,6 @@ class TrackIndex:
         """Give ``track`` its history lists (on its first filed sample) and return the fine one."""
         metric, series = track.key
         if self._keep_coarse(metric, series):
-            track.coarse = self.coarse[metric].setdefault(series, [])
+            track.coarse = self.coarse[metric].setdefault(series, Coarse())
         points = track.points = self.fine[metric].setdefault(series, [])
         return points
