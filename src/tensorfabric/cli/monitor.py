@@ -86,6 +86,7 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         polls: int | None, as_json: bool, record: str | None, links_path: str | None,
         detector_names: tuple[str, ...], settings: tuple[str, ...], host_label: str | None) -> int:
     """Watch NIC and switch counters: live view, JSON, recording or a Prometheus exporter."""
+    from tensorfabric.telemetry.clock import PollClock
     from tensorfabric.telemetry.detectors import load
     from tensorfabric.telemetry.engine import Monitor
     from tensorfabric.telemetry.sources import SourceContext, open_source
@@ -97,9 +98,11 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         from tensorfabric.telemetry.exporter import parse_listen
 
         endpoint = parse_listen(listen, allow_remote=allow_remote)
-    ctx = SourceContext() if host_label is None else SourceContext(host=host_label)
+    clock = PollClock()  # one time per poll for every source: one detector run per poll
+    ctx = SourceContext(clock=clock) if host_label is None else SourceContext(host=host_label, clock=clock)
     opened = [open_source(spec, ctx) for spec in sources]
-    monitor = Monitor(opened, detectors=load(detector_names), limits=_thresholds(settings, _links(links_path)))
+    monitor = Monitor(opened, detectors=load(detector_names), limits=_thresholds(settings, _links(links_path)),
+                      clock=clock)
     total = 1 if once else polls
     lock = threading.Lock()
     server = None

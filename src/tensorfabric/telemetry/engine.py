@@ -20,6 +20,7 @@ from operator import attrgetter
 
 from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
+from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
 from tensorfabric.telemetry.sources import Source
@@ -124,7 +125,16 @@ class Monitor:
         return dict(self._latest)
 
     def poll(self) -> PollResult:
-        """Read every source once; a failing source is recorded and the others carry on."""
+        """Read every source once; a failing source is recorded and the others carry on.
+
+        With a :class:`PollClock` (what ``tensorfabric monitor`` gives the sources and the monitor) every live
+        source stamps this poll with one time, so the detectors run once per poll, not once per source."""
+        if isinstance(self.clock, PollClock):
+            with self.clock.frozen():
+                return self._poll()
+        return self._poll()
+
+    def _poll(self) -> PollResult:
         by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
