@@ -81,7 +81,6 @@ class Monitor:
         self.coarse_step_s = coarse_step_s
         self.stale_s = stale_s
         self.long_s = max([d.lookback_s for d in self.detectors if d.long_metrics] or [0.0])
-        self._long_metrics = {m for d in self.detectors for m in d.long_metrics}
         self._long_readers = [(d.long_metrics, d.long_series) for d in self.detectors if d.long_metrics]
         self._tracks = TrackIndex(self._keeps_coarse)
         self._fine = self._tracks.fine
@@ -94,8 +93,8 @@ class Monitor:
         self._last_run: dict[str, float] = {}
         self._now = float("-inf")
         self._newest: float | None = None
-        self._layouts: dict[str, _Layout] = {}
         """Time of the newest point in the fine history, which is the short window's ``end``."""
+        self._layouts: dict[str, _Layout] = {}
         self._expired_at = float("-inf")
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
@@ -242,7 +241,7 @@ class Monitor:
             self._newest = samples[0].time  # a group is one poll time, and every series keeps its last point
         for track, sample in zip(tracks, samples, strict=True):
             t, value = sample.time, sample.value
-            if sample.kind == "counter" and t > track.rate_t:  # what RateTracker.update_keyed does, per Track
+            if sample.kind == "counter" and t > track.rate_t:  # RateTracker.update's bookkeeping, per Track
                 previous = track.rate_v
                 track.rate_t, track.rate_v = t, value
                 if previous is not None and value < previous:

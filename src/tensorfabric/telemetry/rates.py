@@ -71,29 +71,18 @@ class RateTracker:
         """How many wraps/resets each metric has had, by (metric, kind)."""
 
     def update(self, samples: Iterable[Sample]) -> list[Rate]:
-        return self.update_keyed([(s.series, s) for s in samples])
-
-    def update_keyed(self, samples: Iterable[tuple[tuple[str, tuple[tuple[str, str], ...]], Sample]], *,
-                     rates_wanted: bool = True) -> list[Rate]:
-        """Like :meth:`update` for samples whose series identity the caller already computed.
-
-        With ``rates_wanted=False`` only the last values and the wrap/reset events are kept (the engine's case:
-        its detectors compute rates from their window).
-        """
+        """Rates since each counter's previous reading; older or same-time readings are ignored."""
         rates: list[Rate] = []
-        for key, sample in samples:
+        for sample in samples:
             if sample.kind != "counter":
                 continue
+            key = sample.series
             before = self._last.get(key)
             if before is not None and before[0] >= sample.time:
                 continue  # same or older poll: nothing new to say
             self._last[key] = (sample.time, sample.value)
-            if before is None:
-                continue
-            if not rates_wanted and sample.value >= before[1]:
-                continue  # the engine's common case: the counter went up, nothing to record
-            increase = self.record(sample.metric, key[1], sample.time, before[1], sample.value)
-            if rates_wanted:
+            if before is not None:
+                increase = self.record(sample.metric, key[1], sample.time, before[1], sample.value)
                 rates.append(Rate(sample.metric, key[1], before[0], sample.time, increase))
         return rates
 

@@ -42,6 +42,7 @@ class Coarse:
     def points(self) -> list[Point]:
         return list(zip(self.times, self.values, strict=True))
 
+
 _CACHE_LIMIT = 500_000
 """Entries kept per lookup cache; label churn (fresh labels on every poll) must not grow them without bound."""
 

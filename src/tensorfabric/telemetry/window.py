@@ -38,6 +38,12 @@ def label_of(labels: Labels, name: str) -> str | None:
     return None
 
 
+def _wrap_of(metric: str) -> float | None:
+    """Where a counter of ``metric`` wraps (None: 64-bit or unknown), for :func:`counter_delta`."""
+    entry = spec(metric)
+    return entry.wrap if entry else None
+
+
 def subject_of(labels: Mapping[str, str] | Labels, *keys: str) -> str:
     """A readable subject such as ``leaf1 Ethernet4 prio 3`` from the labels that are present."""
     if isinstance(labels, tuple):
@@ -122,11 +128,7 @@ class Window:
         key = ("recent_increases", metric, last, *sorted(match.items()))
         cached: list[tuple[Labels, list[tuple[float, float, float]]]] | None = self.memo.get(key)
         if cached is None:
-            entry = spec(metric)
-            wrap = entry.wrap if entry else None
-            cached = [(labels, [(t0, t1, v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0])
-                                for (t0, v0), (t1, v1) in pairwise(points[-(last + 1):])])
-                      for labels, points in self.series(metric, **match)]
+            cached = [(labels, self.increases(metric, labels, last)) for labels, _ in self.series(metric, **match)]
             self.memo[key] = cached
         return cached
 
@@ -137,10 +139,7 @@ class Window:
         cached: list[tuple[Labels, float, float]] | None = self.memo.get(key)
         if cached is None:
             cached = []
-            wrap: float | None = None
-            entry = spec(metric)
-            if entry is not None:
-                wrap = entry.wrap
+            wrap = _wrap_of(metric)
             for labels, points in self.series(metric, **match):
                 if len(points) < 2:
                     continue
@@ -162,8 +161,7 @@ class Window:
         points = self.points(metric, labels)
         if last is not None:
             points = points[-(last + 1):]
-        entry = spec(metric)
-        wrap = entry.wrap if entry else None
+        wrap = _wrap_of(metric)
         # counter_delta only where the counter went down: the common case stays in the comprehension
         steps = [(t0, t1, v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0])
                  for (t0, v0), (t1, v1) in pairwise(points)]
@@ -178,8 +176,7 @@ class Window:
         if all(map(le, values, values[1:])):  # no wrap or reset: every step is a plain difference (loops in C)
             total: float = sum(map(sub, values[1:], values[:-1]))  # 0 (an int) when empty, as sum() of the steps
             return total
-        entry = spec(metric)
-        wrap = entry.wrap if entry else None
+        wrap = _wrap_of(metric)
         return sum(v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0] for (_, v0), (_, v1) in pairwise(points))
 
     def increase(self, metric: str, labels: Labels, intervals: int = 1) -> tuple[float, float] | None:
@@ -191,8 +188,7 @@ class Window:
             (t0, v0), (t1, v1) = points[-2], points[-1]
             if v1 >= v0:
                 return v1 - v0, t1 - t0
-            entry = spec(metric)
-            return counter_delta(v0, v1, entry.wrap if entry else None)[0], t1 - t0
+            return counter_delta(v0, v1, _wrap_of(metric))[0], t1 - t0
         steps = self.increases(metric, labels, intervals)
         if not steps:
             return None
