@@ -16,6 +16,7 @@ import torch.distributed as dist
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import Group, SendRecv, get_codec, init
 from tensorfabric.transfer.compressed import compressed_all_reduce, error_bound_all_reduce
+from tensorfabric.transfer.group import PAIR_SUM_BYTES
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
 
@@ -91,6 +92,12 @@ def exactness(g: Group) -> dict[str, Any]:
             same(f"send_recv/{tag}", got, _data(0, tuple(x.shape), dtype, seed))
     g.barrier()
     stats = {s.op: (s.calls, s.bytes) for s in g.stats.snapshot()}
+    # Either side of the two-rank gather-sum threshold: the pair path and Gloo's ring, both bit for bit.
+    for numel in (PAIR_SUM_BYTES // 4, PAIR_SUM_BYTES // 4 + 1):
+        x = _data(rank, (numel,), torch.float32, numel)
+        ours, ref = g.all_reduce(x.clone()), x.clone()
+        dist.all_reduce(ref)
+        same(f"all_reduce/sum/float32/{numel}", ours, ref)
     result = {"mismatches": mismatches, "stats": stats, "transport": g.transport, "size": n,
               "table": [(e.global_rank, e.local_rank, e.group_rank) for e in g.table]}
     return result
