@@ -4,9 +4,9 @@ For each model shape, runs ``tensorfabric run`` on the same 512-token prompt and
 codec none, int8 in prefill only, int8 in prefill and decode. With root and the lab available each run is
 one rank per host of a ``2x1gbit`` network-namespace lab (shaped 1 Gbit/s links); otherwise two local ranks
 on loopback (the output says which). The configurations alternate, ``--repeats`` times, and medians are
-reported: the TTFT ratio none/int8 (goal >= 1.5x), prefill communication and compute, the max logits
-deviation and greedy-token agreement of int8 against none over 64 tokens, and decode latency per token with
-and without the codec.
+reported: the TTFT ratio none/int8 (goal >= 1.5x), prefill communication and compute (and the compute
+budget under which the measured communication times give 1.5x), the max logits deviation and greedy-token
+agreement of int8 against none over 64 tokens, and decode latency per token with and without the codec.
 
 The model is the one ``tensorfabric run`` makes by default (4 layers, 8 heads, 4 KV heads, vocab 512) at
 each ``--hidden`` size (default 256, the embedded default). The TTFT ratio depends on how much of TTFT is
@@ -101,6 +101,10 @@ def measure(hidden: int, layers: int, repeats: int, lab: str | None, tmp: Path) 
             "max_logit_dev_until_divergence": (logits[name][:steps] - logits["none"][:steps]).abs().max().item(),
             "all_reduce_whole_run": runs[name][0]["comm"].get("all_reduce"),
             "transport": runs[name][0]["transport"]}
+    # TTFT = compute + communication, and compute is the same with either codec, so none/int8 >= 1.5 holds
+    # exactly when compute <= (comm_none - 1.5 * comm_int8) / 0.5: the budget this link leaves for compute.
+    comm_none, comm_int8 = med("none", "prefill_comm_s") * 1e3, med("int8", "prefill_comm_s") * 1e3
+    shape["goal_compute_budget_ms"] = max(0.0, (comm_none - 1.5 * comm_int8) / 0.5)
     return shape
 
 
@@ -163,6 +167,9 @@ def main() -> None:
                   f"(x{row['ttft_speedup_vs_none']:.2f} vs none; compute {row['prefill_compute_ms']:6.1f} ms, "
                   f"comm {row['prefill_comm_ms']:6.1f} ms)  decode p50 {row['decode_p50_ms']:6.2f} ms  "
                   f"agreement {row['token_agreement']:.3f}  max logit dev {row['max_logit_dev_first_token']:.4f}")
+        print(f"hidden {shape['hidden']:<5} the 1.5x goal needs prefill compute <= "
+              f"{shape['goal_compute_budget_ms']:.1f} ms per rank at these communication times; measured "
+              f"{shape['configs']['none']['prefill_compute_ms']:.1f} ms")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps(result, indent=2) + "\n")
