@@ -45,10 +45,12 @@ def test_sharded_greedy_tokens_equal_unsharded(base: RunConfig, reference: RankR
     assert _max_diff(results[-1], reference) <= 1e-4  # the last rank is on the last stage and holds logits
     ops = results[0].comm
     if tp > 1:
-        # Rank 0 is on the first stage: 2 all-reduces per layer + 1 for the embedding, per forward pass;
-        # prefill is one forward per microbatch (one per stage by default), then 31 decode forwards.
+        # Rank 0 is on the first stage: 2 all-reduces per layer and 1 all-gather of embedding rows per forward
+        # pass, plus 1 all-gather of logits when it is also the last stage; prefill is one forward per
+        # microbatch (one per stage by default), then 31 decode forwards.
         forwards = pp + 31
-        assert ops["all_reduce"]["calls"] == forwards * (2 * (4 // pp) + 1)
+        assert ops["all_reduce"]["calls"] == forwards * 2 * (4 // pp)
+        assert ops["all_gather"]["calls"] == forwards * (2 if pp == 1 else 1)
     if pp > 1:
         assert ops["batch_send_recv"]["calls"] > 0 and ops["broadcast"]["calls"] == 32
     assert results[0].transport == "gloo/tcp"

@@ -24,10 +24,10 @@ class GroupTP:
         self.codec = None if codec == "none" else get_codec(codec)
         self.codec_decode = codec_decode
 
-    def reduce(self, t: torch.Tensor, phase: str, *, exact: bool = False) -> torch.Tensor:
+    def reduce(self, t: torch.Tensor, phase: str) -> torch.Tensor:
         import torch
 
-        codec = None if exact or (phase == "decode" and not self.codec_decode) else self.codec
+        codec = None if phase == "decode" and not self.codec_decode else self.codec
         if codec is None:
             return self.group.all_reduce(t.contiguous())  # type: ignore[no-any-return]
         # The codecs quantize float32; a bf16 activation is widened for the trip and narrowed after.
@@ -42,6 +42,10 @@ class GroupTP:
         out = self.group.all_gather(flat)
         parts = out.view(size, flat.shape[0], flat.shape[1]).permute(1, 0, 2).reshape(flat.shape[0], -1)
         return parts.reshape(*t.shape[:-1], size * t.shape[-1])  # type: ignore[no-any-return]
+
+    def gather_rows(self, t: torch.Tensor) -> torch.Tensor:
+        """Concatenate each rank's rows (dim 0) in rank order; never compressed (embedding rows are exact)."""
+        return self.group.all_gather(t.contiguous())  # type: ignore[no-any-return]
 
 
 class GroupStage:

@@ -2,8 +2,8 @@
 
 Numerics follow transformers' LlamaForCausalLM (RMSNorm in float32, rotary tables in float32, softmax in
 float32) so logits match it to float32 rounding. Tensor-parallel communication goes through a ``TPComm``:
-two all-reduces per layer (after o_proj and after down_proj), one for the vocab-parallel embedding and one
-all-gather of vocab-parallel logits.
+two all-reduces per layer (after o_proj and after down_proj), one all-gather of embedding rows for the
+vocab-parallel embedding and one all-gather of vocab-parallel logits.
 """
 
 from __future__ import annotations
@@ -25,18 +25,23 @@ __all__ = ["KVCache", "LocalComm", "ShardedLlama", "TPComm", "rope_inv_freq"]
 class TPComm(Protocol):
     """The tensor-parallel collectives the model needs. ``phase`` is ``prefill`` or ``decode``."""
 
-    def reduce(self, t: torch.Tensor, phase: str, *, exact: bool = False) -> torch.Tensor: ...
+    def reduce(self, t: torch.Tensor, phase: str) -> torch.Tensor: ...
 
     def gather_last(self, t: torch.Tensor) -> torch.Tensor: ...
+
+    def gather_rows(self, t: torch.Tensor) -> torch.Tensor: ...
 
 
 class LocalComm:
     """tp = 1: nothing to exchange."""
 
-    def reduce(self, t: torch.Tensor, phase: str, *, exact: bool = False) -> torch.Tensor:
+    def reduce(self, t: torch.Tensor, phase: str) -> torch.Tensor:
         return t
 
     def gather_last(self, t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    def gather_rows(self, t: torch.Tensor) -> torch.Tensor:
         return t
 
 
@@ -113,22 +118,26 @@ class ShardedLlama:
                        [torch.zeros(shape, dtype=self.dtype) for _ in range(n)], full, positions)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """Vocab-parallel lookup. Each rank holds a range of rows; the ranks exchange only the rows of the
-        distinct ids in ``ids`` (a 512-token prompt of text uses a few hundred at most), not one row per
-        token, and every token then copies its row locally -- bit-identical to summing per-token rows."""
+        """Vocab-parallel lookup. Each rank holds a range of rows and sends only the rows of the distinct ids in
+        ``ids`` that fall in its range (a 512-token prompt of text uses a few hundred ids at most); every token
+        then copies its row locally. Rows are copied, never summed, so the result is bit-identical to tp=1."""
         import torch
         import torch.nn.functional as F
 
         assert self.w.embed is not None, "embed() runs on the first pipeline stage only"
         if self.plan.tp == 1:
             return F.embedding(ids, self.w.embed)
-        distinct, where = torch.unique(ids, return_inverse=True)
-        local = distinct - self.vocab_start
-        mine = (local >= 0) & (local < self.vocab_stop - self.vocab_start)
-        rows = F.embedding(local.clamp(0, self.vocab_stop - self.vocab_start - 1), self.w.embed)
-        rows = rows * mine.unsqueeze(-1).to(rows.dtype)
-        # Exactly one rank contributes each row, so this sum is exact and must never be compressed.
-        rows = self.comm.reduce(rows, "prefill", exact=True)
+        distinct, where = torch.unique(ids, return_inverse=True)  # sorted
+        # Vocabulary ranges are contiguous and in rank order, so rank r's ids are one run of the sorted ids.
+        per_rank = self.vocab_stop - self.vocab_start
+        edges = torch.searchsorted(distinct, torch.arange(1, self.plan.tp) * per_rank).tolist()
+        bounds = [0, *edges, distinct.numel()]
+        counts = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+        width = max(counts)  # all_gather wants one shape from every rank: pad to the largest run
+        r = self.plan.tp_rank
+        mine = F.embedding(distinct[bounds[r]:bounds[r + 1]] - self.vocab_start, self.w.embed)
+        gathered = self.comm.gather_rows(F.pad(mine, (0, 0, 0, width - counts[r])))
+        rows = torch.cat([gathered[i * width:i * width + n] for i, n in enumerate(counts)])
         return F.embedding(where, rows)
 
     def forward_layers(self, h: torch.Tensor, cache: KVCache, start: int, phase: str) -> torch.Tensor:
