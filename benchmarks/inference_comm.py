@@ -21,7 +21,6 @@ more than one size, inference_comm.png.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -33,7 +32,7 @@ from typing import Any
 
 import torch
 
-from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 
 CONFIGS = {"none": ["--comm-codec", "none"], "int8": ["--comm-codec", "int8"],
@@ -42,14 +41,12 @@ PROMPT = ("The fabric carries activations between tensor-parallel shards. " * 10
 NEW_TOKENS = 64
 
 
-def _lab_available() -> bool:
-    if os.geteuid() != 0:
-        return False
+def _lab_missing() -> str | None:
     try:
-        import tensorfabric.lab.launch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        from tensorfabric.lab.netlink import privileges_missing
+    except ImportError as exc:
+        return f"the lab extra is not installed ({exc})"
+    return privileges_missing()
 
 
 def _run(argv: list[str], lab: str | None) -> dict[str, Any]:
@@ -138,11 +135,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     right.set_ylabel("TTFT (ms, median)")
     right.set_title("where TTFT goes (left bar none, right bar int8)")
     right.legend(fontsize=8)
-    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_figure(path, fig, dpi=100)
 
 
 def main() -> None:
@@ -154,8 +148,9 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "inference_comm.json"))
     args = ap.parse_args()
-    lab = None if args.loopback or not _lab_available() else args.lab
-    where = f"lab {lab}" if lab else "loopback (no lab: not root or lab missing)"
+    missing = "--loopback" if args.loopback else _lab_missing()
+    lab = None if missing else args.lab
+    where = f"lab {lab}" if lab else f"loopback (no lab: {missing})"
     with tempfile.TemporaryDirectory(prefix="tf-comm-") as tmp:
         shapes = [measure(h, args.layers, args.repeats, lab, Path(tmp)) for h in args.hidden]
     result: dict[str, Any] = {"where": where, "prompt_tokens": 512, "new_tokens": NEW_TOKENS,

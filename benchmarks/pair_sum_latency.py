@@ -15,7 +15,6 @@ loopback; the output says which. Writes benchmarks/results/pair_sum_latency.json
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = (1024, 4096, 16384, 65536, 262144)
@@ -61,14 +60,10 @@ def rank_body(rounds: int, iters: int) -> dict[str, Any]:
     return {name: {str(s): v for s, v in per.items()} for name, per in times.items()}
 
 
-def _lab_available() -> bool:
-    if os.geteuid() != 0:
-        return False
-    try:
-        import tensorfabric.lab  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _lab_missing() -> str | None:
+    from tensorfabric.lab.netlink import privileges_missing
+
+    return privileges_missing()
 
 
 def _run_lab(rounds: int, iters: int) -> dict[str, Any]:
@@ -133,11 +128,8 @@ def plot(rows: list[dict[str, Any]], where: str, path: Path) -> None:
     ax.set_ylabel("latency per call (ms)")
     ax.set_title(f"2-rank all_reduce, {where}")
     ax.legend(fontsize=8)
-    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_figure(path, fig, dpi=100)
 
 
 def main() -> None:
@@ -153,10 +145,10 @@ def main() -> None:
         if os.environ.get("RANK") == "0":
             print(json.dumps(result))
         return
-    lab = not args.loopback and _lab_available()
-    where = "lab 2x1gbit" if lab else "loopback (no lab: not root or lab missing)"
+    missing = "--loopback" if args.loopback else _lab_missing()
+    where = f"loopback (no lab: {missing})" if missing else "lab 2x1gbit"
     started = time.perf_counter()
-    raw = _run_lab(args.rounds, args.iters) if lab else _run_loopback(args.rounds, args.iters)
+    raw = _run_loopback(args.rounds, args.iters) if missing else _run_lab(args.rounds, args.iters)
     rows = summarize(raw)
     result = {"benchmark": "pair_sum_latency", "where": where, "rounds": args.rounds, "iters": args.iters,
               "machine": {"cpus": os.cpu_count()}, "rows": rows, "wall_s": time.perf_counter() - started}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text"]
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
@@ -33,3 +35,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int |
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def atomic_write_figure(path: str | os.PathLike[str], fig: Any, **savefig: Any) -> Path:
+    """Render a matplotlib figure to PNG in memory, close it, and write it atomically (``savefig`` kwargs pass on,
+    e.g. ``dpi``)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig)
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tensorfabric.errors import LabError
-from tensorfabric.lab.netlink import check_privileges
+from tensorfabric.lab.netlink import privileges_missing
 
-try:
-    check_privileges()
-    _REASON = ""
-except LabError as exc:
-    _REASON = str(exc)
+_REASON = privileges_missing() or ""
 
 NEEDS_NAMESPACES = [
     pytest.mark.root,

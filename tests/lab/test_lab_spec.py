@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.lab import LabSpec, parse_short_spec, plan_lab
 from tensorfabric.lab.launch import wait_ranks
-from tensorfabric.lab.netlink import check_privileges
+from tensorfabric.lab.netlink import check_privileges, privileges_missing
 from tensorfabric.lab.state import LabState, Owner, StateStore, default_state_dir
 
 
@@ -111,8 +111,10 @@ def test_no_capability_is_a_clear_lab_error(tmp_path: Path) -> None:
     status.write_text("CapEff:\t0000000000001000\n")
     with pytest.raises(LabError, match="missing: CAP_SYS_ADMIN"):
         check_privileges(str(status))
+    assert "missing: CAP_SYS_ADMIN" in (privileges_missing(str(status)) or "")
     status.write_text("CapEff:\t0000000000201000\n")
     check_privileges(str(status))
+    assert privileges_missing(str(status)) is None
 
 
 class _Clock:

@@ -80,7 +80,7 @@ def _plot(path: str, results: list[Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from tensorfabric.fsutil import atomic_write_bytes
+    from tensorfabric.fsutil import atomic_write_figure
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for res in results:
@@ -93,12 +93,7 @@ def _plot(path: str, results: list[Any]) -> None:
     ax.set_title(f"{first.op}, {first.nranks} ranks, {first.backend}, {first.dtype}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_figure(path, fig, dpi=110, bbox_inches="tight")
 
 
 def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:

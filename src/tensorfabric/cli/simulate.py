@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
 from typing import Any
 
 import click
@@ -121,7 +119,7 @@ def _plot(result: Any, path: str) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from tensorfabric.fsutil import atomic_write_bytes
+    from tensorfabric.fsutil import atomic_write_figure
     from tensorfabric.sim.results import port_name
 
     tr, net = result.trace, result.network
@@ -142,10 +140,7 @@ def _plot(result: Any, path: str) -> None:
     axes[2].legend(fontsize=7, loc="upper right", ncol=2)
     fig.suptitle(f"tensorfabric simulate {result.scenario}")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_figure(path, fig, dpi=100)
 
 
 def _render(result: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tensorfabric.errors import LabError
 
-__all__ = ["NETNS_DIR", "Netlink", "check_privileges", "ip_command"]
+__all__ = ["NETNS_DIR", "Netlink", "check_privileges", "ip_command", "privileges_missing"]
 
 NETNS_DIR = "/var/run/netns"
 # tbf bucket: 64 KiB + one jumbo frame holds a whole GSO/TSO super-packet (64 KiB), so tbf never has to
@@ -45,6 +45,15 @@ def check_privileges(status_path: str = "/proc/self/status") -> None:
         raise LabError(f"the lab needs root or CAP_NET_ADMIN to create network namespaces (missing: "
                        f"{', '.join(missing)}); run as root (e.g. sudo) or in a container with NET_ADMIN and "
                        f"SYS_ADMIN")
+
+
+def privileges_missing(status_path: str = "/proc/self/status") -> str | None:
+    """Why this process cannot build labs (:func:`check_privileges`' message), or None when it can."""
+    try:
+        check_privileges(status_path)
+    except LabError as exc:
+        return str(exc)
+    return None
 
 
 def ip_command() -> str:
