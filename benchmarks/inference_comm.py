@@ -34,19 +34,12 @@ import torch
 
 from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.inference.tiny import make_tiny, tiny_config
+from tensorfabric.lab.netlink import privileges_missing
 
 CONFIGS = {"none": ["--comm-codec", "none"], "int8": ["--comm-codec", "int8"],
            "int8-decode": ["--comm-codec", "int8", "--comm-codec-decode"]}
 PROMPT = ("The fabric carries activations between tensor-parallel shards. " * 10)[:511]  # + <s> = 512 tokens
 NEW_TOKENS = 64
-
-
-def _lab_missing() -> str | None:
-    try:
-        from tensorfabric.lab.netlink import privileges_missing
-    except ImportError as exc:
-        return f"the lab extra is not installed ({exc})"
-    return privileges_missing()
 
 
 def _run(argv: list[str], lab: str | None) -> dict[str, Any]:
@@ -148,7 +141,7 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "inference_comm.json"))
     args = ap.parse_args()
-    missing = "--loopback" if args.loopback else _lab_missing()
+    missing = "--loopback" if args.loopback else privileges_missing()
     lab = None if missing else args.lab
     where = f"lab {lab}" if lab else f"loopback (no lab: {missing})"
     with tempfile.TemporaryDirectory(prefix="tf-comm-") as tmp:

@@ -18,14 +18,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
+from tensorfabric.lab.netlink import privileges_missing
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = (1024, 4096, 16384, 65536, 262144)
@@ -60,31 +59,11 @@ def rank_body(rounds: int, iters: int) -> dict[str, Any]:
     return {name: {str(s): v for s, v in per.items()} for name, per in times.items()}
 
 
-def _lab_missing() -> str | None:
-    from tensorfabric.lab.netlink import privileges_missing
-
-    return privileges_missing()
-
-
 def _run_lab(rounds: int, iters: int) -> dict[str, Any]:
-    from tensorfabric.lab import Lab
-    from tensorfabric.lab.launch import wait_ranks
+    from tensorfabric.lab.launch import run_ranks
 
     argv = [sys.executable, __file__, "--rank", "--rounds", str(rounds), "--iters", str(iters)]
-    with tempfile.TemporaryDirectory(prefix="tf-pairsum-") as tmp, Lab(hosts=2, rate="1gbit") as lab:
-        outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(2)]  # noqa: SIM115
-        try:
-            procs = [lab.popen(h, argv, env=env, stdout=outs[r], stderr=subprocess.DEVNULL)
-                     for r, (h, env) in enumerate(zip(lab.hosts, lab.rank_envs(), strict=True))]
-            codes = wait_ranks([p.poll for p in procs], timeout_s=900, grace_s=15)
-            lab.kill_processes()
-            if codes != [0, 0]:
-                raise SystemExit(f"lab ranks exited with {codes}")
-            outs[0].seek(0)
-            return json.loads(outs[0].read())  # type: ignore[no-any-return]
-        finally:
-            for handle in outs:
-                handle.close()
+    return json.loads(run_ranks("2x1gbit", argv, timeout_s=900))  # type: ignore[no-any-return]
 
 
 def _run_loopback(rounds: int, iters: int) -> dict[str, Any]:
@@ -145,7 +124,7 @@ def main() -> None:
         if os.environ.get("RANK") == "0":
             print(json.dumps(result))
         return
-    missing = "--loopback" if args.loopback else _lab_missing()
+    missing = "--loopback" if args.loopback else privileges_missing()
     where = f"loopback (no lab: {missing})" if missing else "lab 2x1gbit"
     started = time.perf_counter()
     raw = _run_loopback(args.rounds, args.iters) if missing else _run_lab(args.rounds, args.iters)

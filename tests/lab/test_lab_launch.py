@@ -1,4 +1,4 @@
-"""run_distributed and real Gloo ranks across the lab's shaped links (needs root)."""
+"""run_distributed, run_ranks and real Gloo ranks across the lab's shaped links (needs root)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.lab import Lab, run_distributed
+from tensorfabric.lab.launch import run_ranks
 from tensorfabric.lab.netlink import Netlink
 
 from .lab_support import NEEDS_NAMESPACES
@@ -44,6 +45,17 @@ def test_run_distributed_failure_carries_every_rank(tmp_path: Path) -> None:
     assert "--- rank 0 (exit status 2) ---" in text and "--- rank 1 (exit status 2) ---" in text
     assert text.count("No such command 'no-such-verb'") == 2
     assert list(tmp_path.glob("*.json")) == []
+
+
+def test_run_ranks_runs_any_command_and_names_it_on_failure(tmp_path: Path) -> None:
+    out = run_ranks("2x1gbit", ["sh", "-c", "echo rank $RANK of $WORLD_SIZE"], timeout_s=60, state_dir=tmp_path)
+    assert out == "rank 0 of 2\n"
+    with pytest.raises(LabError) as info:
+        run_ranks("2x1gbit", ["sh", "-c", "echo boom >&2; exit $((3 + RANK))"], timeout_s=60, grace_s=1,
+                  state_dir=tmp_path)
+    text = str(info.value)
+    assert text.startswith("lab 2x1gbit: 'sh -c echo boom >&2; exit $((3 + RANK))' failed")
+    assert "--- rank 0 (exit status 3) ---\nboom" in text and "--- rank 1 (exit status 4) ---\nboom" in text
 
 
 def test_run_distributed_bad_spec_creates_nothing(tmp_path: Path) -> None:

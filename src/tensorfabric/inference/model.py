@@ -8,6 +8,7 @@ vocab-parallel embedding and one all-gather of vocab-parallel logits.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -132,7 +133,7 @@ class ShardedLlama:
         per_rank = self.vocab_stop - self.vocab_start
         edges = torch.searchsorted(distinct, torch.arange(1, self.plan.tp) * per_rank).tolist()
         bounds = [0, *edges, distinct.numel()]
-        counts = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+        counts = [b - a for a, b in itertools.pairwise(bounds)]
         width = max(counts)  # all_gather wants one shape from every rank: pad to the largest run
         r = self.plan.tp_rank
         mine = F.embedding(distinct[bounds[r]:bounds[r + 1]] - self.vocab_start, self.w.embed)

@@ -25,7 +25,7 @@ from tensorfabric.errors import LabError
 from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
 
-__all__ = ["run_distributed", "wait_ranks"]
+__all__ = ["run_distributed", "run_ranks", "wait_ranks"]
 
 _TAIL_CHARS = 2000
 _POLL_S = 0.05
@@ -35,8 +35,16 @@ def run_distributed(spec: str, argv: list[str], timeout_s: float = 600, *, pytho
                     env: Mapping[str, str] | None = None, state_dir: str | os.PathLike[str] | None = None,
                     grace_s: float = 15.0) -> str:
     """Run ``python -m tensorfabric <argv>`` as one rank per host of a ``NxRATE`` star lab; rank 0's stdout."""
+    return run_ranks(spec, [python or sys.executable, "-m", "tensorfabric", *argv], timeout_s, env=env,
+                     state_dir=state_dir, grace_s=grace_s, label="tensorfabric " + " ".join(argv))
+
+
+def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Mapping[str, str] | None = None,
+              state_dir: str | os.PathLike[str] | None = None, grace_s: float = 15.0,
+              label: str | None = None) -> str:
+    """Run any command ``cmd`` as one rank per host of a ``NxRATE`` star lab; rank 0's stdout (see the module
+    docstring for failures; ``label`` names the command in them)."""
     hosts, rate_bps = parse_short_spec(spec)
-    cmd = [python or sys.executable, "-m", "tensorfabric", *argv]
     with tempfile.TemporaryDirectory(prefix="tf-lab-ranks-") as tmp, \
             Lab(hosts=hosts, rate=rate_bps, state_dir=state_dir) as lab:
         outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(hosts)]  # noqa: SIM115
@@ -47,7 +55,7 @@ def run_distributed(spec: str, argv: list[str], timeout_s: float = 600, *, pytho
             codes = wait_ranks([p.poll for p in procs], timeout_s=timeout_s, grace_s=grace_s)
             lab.kill_processes()
             if any(code != 0 for code in codes):
-                raise LabError(_failure_message(spec, argv, codes, errs, timeout_s))
+                raise LabError(_failure_message(spec, label or " ".join(cmd), codes, errs, timeout_s))
             return _read(outs[0])
         finally:
             for handle in (*outs, *errs):
@@ -78,9 +86,9 @@ def _read(handle: IO[bytes]) -> str:
     return handle.read().decode("utf-8", errors="replace")
 
 
-def _failure_message(spec: str, argv: Sequence[str], codes: Sequence[int | None], errs: Sequence[IO[bytes]],
+def _failure_message(spec: str, label: str, codes: Sequence[int | None], errs: Sequence[IO[bytes]],
                      timeout_s: float) -> str:
-    lines = [f"lab {spec}: 'tensorfabric {' '.join(argv)}' failed"]
+    lines = [f"lab {spec}: '{label}' failed"]
     for rank, (code, err) in enumerate(zip(codes, errs, strict=True)):
         status = f"still running after {timeout_s:g}s or the first failure, killed" if code is None \
             else f"exit status {code}"

@@ -160,12 +160,13 @@ class Group:
             return self._done("all_reduce", _nbytes(t), t, async_op, codec.name, wire, t0)
         if self.pg is None:
             return self._done("all_reduce", _nbytes(t), t, async_op)
-        if self._pair_sum(t, op):
+        if self._use_pair_sum(t, op):
             return self._gather_sum(t, async_op)
         return self._run("all_reduce", _nbytes(t), lambda: dist.all_reduce(t, rop, self.pg, async_op=True),
                          lambda: t, async_op)
 
-    def _pair_sum(self, t: torch.Tensor, op: str) -> bool:
+    def _use_pair_sum(self, t: torch.Tensor, op: str) -> bool:
+        """Whether ``all_reduce`` takes the PAIR_SUM_BYTES path (see there)."""
         import torch
 
         return (self.size == 2 and op == "sum" and self.backend == "gloo" and _nbytes(t) <= PAIR_SUM_BYTES
