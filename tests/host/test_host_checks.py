@@ -196,9 +196,11 @@ def test_ib_host_needs_no_roce_checks() -> None:
 
 
 @pytest.mark.parametrize(("log", "rules"), [
-    ("socket_fallback_no_device.log", {"log.socket-transport": "error"}),
-    ("roce_gdr_disabled.log", {"log.gdr-disabled": "warning"}),
-    ("completion_error_12.log", {"log.completion-error-12": "error", "log.watchdog-timeout": "error"}),
+    ("socket_fallback_no_device.log", {"log.socket-transport": "error", "log.no-libibverbs": "error",
+                                       "log.env-not-logged": "info"}),
+    ("roce_gdr_disabled.log", {"log.gdr-disabled": "warning", "log.env-not-logged": "info"}),
+    ("completion_error_12.log", {"log.completion-error-12": "error", "log.watchdog-timeout": "error",
+                                 "log.env-not-logged": "info"}),
     ("roce_gdr_2.21.log", {}),
 ])
 def test_log_findings(log: str, rules: dict[str, str]) -> None:
@@ -210,7 +212,8 @@ def test_log_findings(log: str, rules: dict[str, str]) -> None:
 def test_log_unknown_transport() -> None:
     root = SYSFS / "mlx5-roce"
     report = parse_nccl_log("h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
-    assert _rules(_doctor(root, _good_env(root), nccl_log=report)) == {"log.transport-unknown": "warning"}
+    assert _rules(_doctor(root, _good_env(root), nccl_log=report)) == {"log.transport-unknown": "warning",
+                                                                       "log.env-not-logged": "info"}
 
 
 def test_log_gid_index_must_be_rocev2_on_this_host() -> None:
@@ -227,9 +230,13 @@ def test_log_reports_the_environment_nccl_saw() -> None:
     base = "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO NCCL_IB_TC set by environment to {}.\n"
     good = parse_nccl_log(base.format(106))
     assert good.environment == {"NCCL_IB_TC": "106"}
-    assert "log.tc-not-lossless" not in _rules(_doctor(root, _good_env(root), nccl_log=good))
+    # The shell's own (wrong) value never enters a verdict about the logged job ...
+    assert "env.tc-not-lossless" not in _rules(_doctor(root, {"NCCL_IB_TC": "0"}, nccl_log=good))
     bad = parse_nccl_log(base.format(0))
-    assert _rules(_doctor(root, _good_env(root), nccl_log=bad))["log.tc-not-lossless"] == "error"
+    # ... nor does the shell's right value hide the job's wrong one.
+    found = [f for f in _doctor(root, _good_env(root), nccl_log=bad) if f.rule == "env.tc-not-lossless"]
+    assert len(found) == 1 and found[0].severity == "error"
+    assert found[0].subject == "log <log> env NCCL_IB_TC" and found[0].evidence["environment_source"] == "log"
 
 
 def test_log_with_both_socket_and_ib_channels() -> None:
@@ -239,4 +246,4 @@ def test_log_with_both_socket_and_ib_channels() -> None:
     report = parse_nccl_log(text)
     assert report.transport == "socket"
     assert _rules(_doctor(root, _good_env(root), nccl_log=report)) == {
-        "log.mixed-transports": "error", "log.socket-transport": "error"}
+        "log.mixed-transports": "error", "log.socket-transport": "error", "log.env-not-logged": "info"}

@@ -18,7 +18,7 @@ def _parse(name: str) -> NcclLogReport:
     ("roce_gdr_2.21.log", "roce", True, ["mlx5_0:1/RoCE", "mlx5_1:1/RoCE"]),
     ("roce_gdr_disabled.log", "roce", False, ["mlx5_0:1/RoCE", "mlx5_1:1/RoCE"]),
     ("socket_fallback_no_device.log", "socket", False, ["eth0:10.0.0.7/Socket"]),
-    ("socket_ring_2.3.log", "socket", False, []),
+    ("socket_ring_2.3.log", "socket", False, ["eth0:10.1.4.9/Socket"]),
     ("ib_ring_2.4.log", "ib", True, ["mlx5_0:1/IB"]),
     ("plugin_ibext.log", "plugin", True, ["mlx5_0:1/RoCE", "mlx5_3:1/RoCE", "mlx5_4:1/RoCE", "mlx5_5:1/RoCE"]),
     ("aws_libfabric.log", "plugin", True, []),
@@ -52,7 +52,8 @@ def test_signatures_with_fixes() -> None:
     assert "ib_write_bw" in hits["nccl.completion-error-12"].fix
     assert "nccl.watchdog-timeout" in hits
     assert {h.id for h in _parse("roce_gdr_disabled.log").signatures} == {"nccl.gdr-disabled"}
-    assert {h.id for h in _parse("socket_fallback_no_device.log").signatures} == {"nccl.no-ib-device"}
+    assert {h.id for h in _parse("socket_fallback_no_device.log").signatures} == {"nccl.no-ib-device",
+                                                                                "nccl.no-libibverbs"}
 
 
 PREFIXES = [
@@ -98,7 +99,8 @@ def test_bad_input_raises_parse_error(data: bytes, match: str) -> None:
 
 def test_complete_last_line_without_newline_is_fine() -> None:
     text = "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"
-    assert parse_nccl_log(text).transport == "ib"
+    report = parse_nccl_log(text)  # NET/IB, but no banner or QP line names the link layer
+    assert (report.transport, report.rdma, report.scope) == ("unknown", True, "inter-node")
     assert parse_nccl_log("h:1:2 [0] NCCL INFO Init COMPLETE").transport == "unknown"
 
 

@@ -1,20 +1,22 @@
-"""Run every doctor check on a discovered host (and optionally an NCCL log) and collect the report."""
+"""Run every doctor check on a discovered host (and optionally an NCCL log or captured GID tables)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from tensorfabric.findings import Finding, exit_code_for
 from tensorfabric.host.checks import DoctorContext, run_checks
+from tensorfabric.host.checks.gids import port_findings
 from tensorfabric.host.discovery import affinity
+from tensorfabric.host.gid_capture import CapturedPort, recommended_index
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.ncclenv import tcp_interface
-from tensorfabric.host.records import HostInventory, RouteChoice
+from tensorfabric.host.records import HostInventory, HostName, RouteChoice
 
-__all__ = ["DoctorReport", "run_doctor"]
+__all__ = ["DoctorReport", "gid_table_summary", "run_doctor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,9 @@ class DoctorReport:
     tcp_path: RouteChoice
     nccl_log: NcclLogReport | None = None
     mlnx_qos: Mapping[str, MlnxQos] | None = None
+    gid_tables: tuple[CapturedPort, ...] | None = None
+    hostname: HostName | None = None
+    environment_source: str = "shell"
 
     @property
     def exit_code(self) -> int:
@@ -38,23 +43,56 @@ class DoctorReport:
             "gpus": len(inv.gpus),
             "gpu_nic_distance": {a.gpu: f"{a.distance} to {a.nic}" for a in affinity(inv)},
             "dev_infiniband": inv.dev_infiniband, "memlock": inv.memlock, "in_container": inv.in_container,
+            **({"hostname": self.hostname.to_dict()} if self.hostname else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"findings": [f.to_dict() for f in self.findings], "host": self.host_summary(),
-                               "tcp_path": self.tcp_path.to_dict()}
+                               "tcp_path": self.tcp_path.to_dict(), "environment_source": self.environment_source}
         if self.nccl_log is not None:
             out["nccl_log"] = self.nccl_log.to_dict()
         if self.mlnx_qos:
             out["mlnx_qos"] = {name: q.to_dict() for name, q in sorted(self.mlnx_qos.items())}
+        if self.gid_tables is not None:
+            out["gid_tables"] = gid_table_summary(self.gid_tables)
         return out
+
+
+def gid_table_summary(ports: Sequence[CapturedPort]) -> list[dict[str, Any]]:
+    """Per captured port: the recommended GID index (``None`` without a RoCE v2 IPv4 GID) and its findings."""
+    out = []
+    for port in ports:
+        findings = port_findings(port.as_port()) if port.is_roce or not port.gids else []
+        out.append({"device": port.device, "port": port.port, "recommended_index": recommended_index(port),
+                    "netdev": port.netdev, "state": port.state, "link_layer": port.link_layer or
+                    ("Ethernet" if port.is_roce else None), "formats": list(port.formats),
+                    "gids": [g.describe() for g in port.gids], "findings": [f.to_dict() for f in findings]})
+    return out
 
 
 def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26,
                roce_priority: int | None = None, mtu: int | None = None,
-               nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None) -> DoctorReport:
-    """All checks. ``environ`` is the process environment; /etc/nccl.conf values apply beneath it, as in NCCL."""
-    merged = {**inv.nccl_conf, **{k: v for k, v in environ.items() if k.startswith(("NCCL_", "GLOO_"))}}
-    ctx = DoctorContext(inv, merged, roce_dscp=roce_dscp, roce_priority=roce_priority, mtu=mtu, nccl_log=nccl_log,
-                        mlnx_qos=mlnx_qos or {})
-    return DoctorReport(tuple(run_checks(ctx)), inv, tcp_interface(inv), nccl_log, mlnx_qos)
+               nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None,
+               gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None) -> DoctorReport:
+    """All checks. ``environ`` is this shell's environment; /etc/nccl.conf values apply beneath it, as in NCCL.
+
+    With ``nccl_log`` the NCCL variables judged are the logged job's own (``X set by environment to Y``), never
+    ``environ``: a verdict about someone else's run must not depend on the shell the doctor runs in.
+    """
+    source: Literal["shell", "log"]
+    if nccl_log is not None:
+        merged, source, complete = dict(nccl_log.environment), "log", nccl_log.env_logged
+    else:
+        merged = {**inv.nccl_conf, **{k: v for k, v in environ.items() if k.startswith(("NCCL_", "GLOO_"))}}
+        source, complete = "shell", True
+    ctx = DoctorContext(inv, merged, environ_source=source, environ_complete=complete, roce_dscp=roce_dscp,
+                        roce_priority=roce_priority, mtu=mtu, nccl_log=nccl_log, mlnx_qos=mlnx_qos or {},
+                        captured_gids=tuple(gid_tables) if gid_tables is not None else None, hostname=hostname)
+    findings = run_checks(ctx)
+    if source == "log":
+        where = f"log {nccl_log.source} env " if nccl_log is not None else "log env "
+        findings = [replace(f, subject=where + f.subject.removeprefix("env "),
+                            evidence={**f.evidence, "environment_source": "log"})
+                    if f.subject.startswith("env ") else f for f in findings]
+    return DoctorReport(tuple(findings), inv, tcp_interface(inv), nccl_log, mlnx_qos,
+                        tuple(gid_tables) if gid_tables is not None else None, hostname, source)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from tensorfabric.host.gids import Gid
 
-__all__ = ["Gpu", "HostInventory", "Memlock", "NetDev", "RdmaDevice", "RdmaPort", "RouteChoice"]
+__all__ = ["Gpu", "HostInventory", "HostName", "Memlock", "NetDev", "RdmaDevice", "RdmaPort", "RouteChoice"]
 
 Memlock = int | Literal["unlimited"] | None
 """Bytes, ``"unlimited"``, or ``None`` when the limit could not be read."""
@@ -95,6 +95,23 @@ class RouteChoice:
 
     def to_dict(self) -> dict[str, Any]:
         return {"interface": self.interface, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class HostName:
+    """This host's name and the addresses it resolves to (what Gloo and NCCL advertise to peers)."""
+
+    name: str
+    addresses: tuple[str, ...] = ()
+    error: str | None = None
+    """Why resolution failed, when it did."""
+
+    @property
+    def loopback(self) -> tuple[str, ...]:
+        return tuple(a for a in self.addresses if a.startswith("127.") or a == "::1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "addresses": list(self.addresses), "error": self.error}
 
 
 @dataclass(frozen=True, slots=True)

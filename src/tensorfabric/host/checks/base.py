@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tensorfabric.findings import Finding
+from tensorfabric.host.gid_capture import CapturedPort
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
-from tensorfabric.host.records import HostInventory, RdmaPort
+from tensorfabric.host.records import HostInventory, HostName, RdmaPort
 
 __all__ = ["CHECKS", "Check", "DoctorContext", "register"]
 
@@ -21,7 +23,10 @@ __all__ = ["CHECKS", "Check", "DoctorContext", "register"]
 class DoctorContext:
     inventory: HostInventory
     environ: Mapping[str, str] = field(default_factory=dict)
-    """The NCCL environment in force: /etc/nccl.conf overlaid by the process environment."""
+    """The NCCL environment judged: this shell's (over /etc/nccl.conf), or the logged job's own variables."""
+    environ_source: Literal["shell", "log"] = "shell"
+    environ_complete: bool = True
+    """False when a variable missing from ``environ`` may still have been set (a log without ENV lines)."""
     roce_dscp: int = 26
     roce_priority: int | None = None
     """Lossless priority of RoCE; ``None`` means the default DSCP -> priority map (DSCP >> 3)."""
@@ -30,6 +35,10 @@ class DoctorContext:
     nccl_log: NcclLogReport | None = None
     mlnx_qos: Mapping[str, MlnxQos] = field(default_factory=dict)
     """Per-netdev ``mlnx_qos`` state, when the tool ran or a capture was given."""
+    captured_gids: tuple[CapturedPort, ...] | None = None
+    """GID tables from ``--gids FILE``; they replace sysfs as the GID evidence when given."""
+    hostname: HostName | None = None
+    """This host's name and what it resolves to (live host only)."""
 
     @property
     def priority(self) -> int:
@@ -38,6 +47,13 @@ class DoctorContext:
     @property
     def active_roce(self) -> tuple[RdmaPort, ...]:
         return tuple(p for p in self.inventory.roce_ports if p.active)
+
+    @property
+    def gid_ports(self) -> tuple[RdmaPort, ...]:
+        """Ports whose GID tables the GID checks judge: the captured ones when given, else active sysfs RoCE ports."""
+        if self.captured_gids is not None:
+            return tuple(p.as_port() for p in self.captured_gids if p.is_roce and p.usable)
+        return self.active_roce
 
 
 Check = Callable[[DoctorContext], Iterable[Finding]]

@@ -1,11 +1,15 @@
-"""What NCCL's own log says: the transport it used, GPUDirect, and known failure signatures."""
+"""What NCCL's own log says: the transport it used (and whether the log proves it), GPUDirect, the GID the QPs
+connected with, and known failure signatures. The job's own variables (``set by environment``) are judged by the
+env checks on the log's environment, never this shell's (see ``run_doctor``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ipaddress
+from collections.abc import Iterator, Mapping
 
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
+from tensorfabric.host.nccl_log import CAPTURE_HINT, MAX_LINE_CHARS, NcclLogReport
 
 _COVERED = {"socket": {"nccl.no-ib-device"}, "gdr": {"nccl.gdr-disabled"}}
 
@@ -18,7 +22,7 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
     subject = f"log {report.source}"
     covered: set[str] = set()
     evidence = {"transport": report.transport, "gpudirect": report.gpudirect, "network": report.network,
-                "devices": [str(d) for d in report.devices]}
+                "devices": [str(d) for d in report.devices], "scope": report.scope, "proof": report.proof}
     nets = {c.net.lower() for c in report.channels if c.net}
     if "socket" in nets and len(nets) > 1:
         yield Finding("log.mixed-transports", "error", subject,
@@ -33,27 +37,69 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
                       "run `tensorfabric doctor` on that host for the cause (device, container, NCCL_IB_DISABLE, "
                       "NCCL_NET); set NCCL_NET=IB to make a fallback fail loudly")
     elif report.transport == "unknown":
-        yield Finding("log.transport-unknown", "warning", subject,
-                      "the log does not show which network NCCL used", evidence,
-                      "capture it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET past the first collective")
+        yield _unknown(report, subject, evidence)
     if report.transport != "socket" and report.gpudirect is False:
         covered |= _COVERED["gdr"]
         yield Finding("log.gdr-disabled", "warning", subject,
                       "NCCL used RDMA without GPUDirect: data is staged through host memory", evidence,
                       "load nvidia-peermem; check NCCL_NET_GDR_LEVEL against the GPU-NIC distance (doctor)")
-    if report.gid_index is not None:
-        yield from _gid_in_use(ctx, report.gid_index, subject)
-    yield from _logged_tc(ctx, report.environment.get("NCCL_IB_TC"), subject)
+    if report.transport == "plugin" and report.gpudirect is None:
+        yield Finding("log.gdr-unknown", "info", subject, "the net plugin's channels carry no /GDRDMA suffix and "
+                      "no GDR line says more: GPUDirect is unknown, not off", evidence,
+                      "check the plugin's own log lines (e.g. NET/OFI) for GPUDirect/dma-buf support")
+    yield from _gids_in_use(ctx, report, subject)
+    yield from _capture_quality(report, subject)
     for hit in report.signatures:
         if hit.id in covered:
             continue
         yield Finding(f"log.{hit.id.removeprefix('nccl.')}", hit.severity, f"{subject}:{hit.line}", hit.meaning,
-                      {"line": hit.line, "count": hit.count, "excerpt": hit.excerpt}, hit.fix)
+                      {"line": hit.line, "count": hit.count, "excerpt": hit.excerpt, "reference": hit.reference},
+                      hit.fix)
 
 
-def _gid_in_use(ctx: DoctorContext, index: int, subject: str) -> Iterator[Finding]:
-    """The GID index NCCL's QP line reports must be a routable RoCE v2 entry on this host's ports."""
-    for port in ctx.active_roce:
+def _unknown(report: NcclLogReport, subject: str, evidence: Mapping[str, object]) -> Finding:
+    if report.scope == "intra-node":
+        return Finding("log.no-inter-node", "warning", subject,
+                       "no inter-node traffic in this log: every channel is intra-node (P2P/SHM/NVLS), so it proves "
+                       "nothing about the network", evidence,
+                       f"capture a run that spans two hosts, with {CAPTURE_HINT}")
+    if report.rdma:
+        return Finding("log.link-unknown", "warning", subject,
+                       "channels go over NET/IB but the log never names the device's link layer (no NET/IB : Using "
+                       "banner or QP line): RDMA, but RoCE or InfiniBand is unknown", evidence,
+                       f"capture with {CAPTURE_HINT} from the start of the job")
+    if report.devices or report.network:
+        return Finding("log.no-data-path", "warning", subject,
+                       "the log shows devices and the network NCCL chose, but no channel or QP line: NCCL never "
+                       "showed data moving, so the transport is not proven", evidence,
+                       f"capture past the first collective (NCCL >= 2.22 connects lazily) with {CAPTURE_HINT}")
+    return Finding("log.transport-unknown", "warning", subject, "the log does not show which network NCCL used",
+                   evidence, f"capture it with {CAPTURE_HINT} past the first collective")
+
+
+def _gids_in_use(ctx: DoctorContext, report: NcclLogReport, subject: str) -> Iterator[Finding]:
+    """The GID the QP lines report: routable (not link-local, not a MAC-derived EUI-64 address) and, on this host,
+    a RoCE v2 entry."""
+    flagged: set[str] = set()
+    for qp in report.qps:
+        if qp.gid is None or qp.gid in flagged:
+            continue
+        addr = ipaddress.IPv6Address(qp.gid)
+        packed = addr.packed
+        kind = ("link-local" if addr.is_link_local else
+                "EUI-64 (MAC-derived)" if addr.ipv4_mapped is None and packed[11:13] == b"\xff\xfe" else None)
+        if kind is not None:
+            flagged.add(qp.gid)
+            yield Finding("log.gid-" + ("link-local" if addr.is_link_local else "eui64"), "error",
+                          f"{subject}:{qp.line}", f"NCCL connected with {kind} GID {qp.gid} (index {qp.gid_index}): "
+                          "not the routable RoCE v2 IPv4 GID, so routed paths fail or a different subnet is used",
+                          {"gid": qp.gid, "gid_index": qp.gid_index},
+                          "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks the RoCE v2 IPv4 GID) or pin the index "
+                          "`tensorfabric doctor --gids` recommends")
+    if report.gid_index is None:
+        return
+    index = report.gid_index
+    for port in ctx.gid_ports:
         gid = next((g for g in port.gids if g.index == index), None)
         if gid is None or gid.version != 2 or gid.is_link_local:
             yield Finding("log.gid-not-rocev2", "error", subject,
@@ -63,16 +109,15 @@ def _gid_in_use(ctx: DoctorContext, index: int, subject: str) -> Iterator[Findin
                           "unset NCCL_IB_GID_INDEX (NCCL >= 2.21 auto-selects) or pin the RoCE v2 IPv4 index")
 
 
-def _logged_tc(ctx: DoctorContext, raw: str | None, subject: str) -> Iterator[Finding]:
-    """NCCL_IB_TC as the logged run saw it (``set by environment``); absence proves nothing (ENV may be off)."""
-    if raw is None:
-        return
-    try:
-        tc = int(raw)
-    except ValueError:
-        tc = -1
-    if tc < 0 or tc >> 2 != ctx.roce_dscp:
-        yield Finding("log.tc-not-lossless", "error", subject,
-                      f"the logged run used NCCL_IB_TC={raw}, not the lossless DSCP {ctx.roce_dscp} << 2",
-                      {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp},
-                      f"set NCCL_IB_TC={ctx.roce_dscp << 2} on the hosts of that run")
+def _capture_quality(report: NcclLogReport, subject: str) -> Iterator[Finding]:
+    if report.long_lines:
+        yield Finding("log.line-too-long", "warning", subject,
+                      f"{len(report.long_lines)} line(s) longer than {MAX_LINE_CHARS} characters were not "
+                      "interpreted (no NCCL message is that long; a corrupted or concatenated log?)",
+                      {"lines": list(report.long_lines[:20]), "max_line_chars": MAX_LINE_CHARS},
+                      "split the log at its real line ends, or recapture it")
+    if not report.env_logged:
+        yield Finding("log.env-not-logged", "info", subject,
+                      "the log has no 'X set by environment to Y' lines (ENV subsystem off): the job's NCCL variables "
+                      "are unknown, so they were not checked (this shell's are not used for someone else's log)",
+                      {}, f"capture with {CAPTURE_HINT}")

@@ -66,6 +66,8 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
         return
     want = ctx.roce_dscp << 2
     raw = ctx.environ.get("NCCL_IB_TC")
+    if raw is None and not ctx.environ_complete:
+        return  # a log without ENV lines: the job may have set it, and this shell's value says nothing
     evidence: dict[str, object] = {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp, "expected": want,
                                    "global_traffic_class": {p.name: p.traffic_class for p in ports}}
     fix = f"export NCCL_IB_TC={want} (DSCP {ctx.roce_dscp} << 2; {want + 2} with the ECT(0) bits is equivalent)"
