@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -55,21 +56,29 @@ def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, Ml
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
 @click.option("--mlnx-qos", "qos_files", multiple=True, metavar="IF=FILE",
               help="Captured `mlnx_qos -i IF` output (repeatable); on the live host the tool runs when present.")
-@click.option("--json", "as_json", is_flag=True, help="Machine output: {findings, host, tcp_path, nccl_log}.")
+@click.option("--gids", "gids_path", default=None, metavar="FILE",
+              help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to judge instead of sysfs.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine output: {findings, host, tcp_path, nccl_log, gid_tables}.")
 def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int | None, qos_files: tuple[str, ...],
-        as_json: bool) -> int:
+        gids_path: str | None, as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.doctor import run_doctor
+    from tensorfabric.host.gid_capture import parse_gid_capture
+    from tensorfabric.host.hostname import resolve_hostname
     from tensorfabric.host.nccl_log import parse_nccl_log
 
     plan = plan_from_spec(spec, roce_dscp=roce_dscp)
     log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
+    gids = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     inv = discover(sysfs_root)
-    qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if sysfs_root == "/" else [])
+    live = sysfs_root == "/"
+    qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if live else [])
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
-                        mtu=plan.mtu, nccl_log=log, mlnx_qos=qos)
+                        mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
+                        hostname=resolve_hostname(socket.gethostname()) if live else None)
     if as_json:
         extra = {k: v for k, v in report.to_dict().items() if k != "findings"}
         render_findings(report.findings, as_json=True, extra=extra)
@@ -81,7 +90,12 @@ def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int 
               f"TCP path: {report.tcp_path.interface or 'none'}")
     if log is not None:
         gdr = {True: "on", False: "off", None: "unknown"}[log.gpudirect]
-        con.print(f"NCCL log {log.source}: transport {log.transport}, GPUDirect {gdr}, devices "
-                  f"{', '.join(str(d) for d in log.devices) or 'none'}")
+        con.print(f"NCCL log {log.source}: transport {log.transport}, GPUDirect {gdr}, scope {log.scope}, devices "
+                  f"{', '.join(str(d) for d in log.devices) or 'none'}; proof: {log.proof or 'none'}")
+        con.print("job environment (from the log): " + (", ".join(f"{k}={v}" for k, v in sorted(
+            log.environment.items())) or "not logged"))
+    for table in report.to_dict().get("gid_tables", []):
+        con.print(f"GID table {table['device']}:{table['port']}: recommended index "
+                  f"{table['recommended_index'] if table['recommended_index'] is not None else 'none'}")
     render_findings(report.findings, as_json=False, title="Doctor findings")
     return report.exit_code

@@ -70,20 +70,25 @@ def _dotenv(name: str, value: str) -> str:
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
 @click.option("--rail-optimized", is_flag=True, help="Rail-optimized fabric: NCCL_CROSS_NIC=0.")
 @click.option("--require-rdma", is_flag=True, help="Add NCCL_NET=IB so a socket fallback fails init.")
+@click.option("--gids", "gids_path", default=None, metavar="FILE",
+              help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to choose GID indices from.")
 def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version: str | None,
-        roce_dscp: int | None, rail_optimized: bool, require_rdma: bool) -> int:
+        roce_dscp: int | None, rail_optimized: bool, require_rdma: bool, gids_path: str | None) -> int:
     """Print the NCCL environment for this host (eval "$(tensorfabric env)").
 
     Variables you already set are kept and reported, never overridden. Exit 0, or 2 for bad input.
     """
     from tensorfabric.host.discovery import discover
+    from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.ncclenv import derive_env
 
     plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    captured = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     inv = discover(sysfs_root)
     result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
-                        require_rdma=require_rdma)
+                        require_rdma=require_rdma,
+                        gid_ports=[p.as_port() for p in captured if p.is_roce] if captured is not None else None)
     if fmt == "json":
         from tensorfabric.cli._common import emit_json
 
@@ -100,6 +105,10 @@ def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version
             out.append(line(var.name, var.value))
     if not result.variables:
         out.append("# nothing to derive: no RDMA port and no usable interface")
+    if result.gid_choice:
+        where = f" (from {gids_path})" if gids_path else ""
+        out.append(f"# RoCE v2 IPv4 GID index per port{where}: " + ", ".join(
+            f"{name}={'none' if index is None else index}" for name, index in result.gid_choice.items()))
     click.echo("\n".join(out))
     for finding in result.findings:
         click.echo(f"warning: {finding.message}; {finding.fix}", err=True)

@@ -62,7 +62,7 @@ def gid_table_summary(ports: Sequence[CapturedPort]) -> list[dict[str, Any]]:
     """Per captured port: the recommended GID index (``None`` without a RoCE v2 IPv4 GID) and its findings."""
     out = []
     for port in ports:
-        findings = port_findings(port.as_port()) if port.is_roce or not port.gids else []
+        findings = port_findings(port.as_port()) if port.is_roce else []
         out.append({"device": port.device, "port": port.port, "recommended_index": recommended_index(port),
                     "netdev": port.netdev, "state": port.state, "link_layer": port.link_layer or
                     ("Ethernet" if port.is_roce else None), "formats": list(port.formats),

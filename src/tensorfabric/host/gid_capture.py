@@ -156,7 +156,8 @@ def _line(capture: _Capture, raw: str, number: int) -> bool:
         values = dict(_WORD_VALUE.findall(link[3]))
         state = values.get("state")
         capture.update(link[1], int(link[2]), "rdma link", state=state, netdev=values.get("netdev"),
-                       link_layer="InfiniBand" if " lid " in f" {link[3]} " else None)
+                       # iproute2 prints subnet_prefix/lid only for InfiniBand ports (rdma/link.c)
+                       link_layer="InfiniBand" if " lid " in f" {link[3]} " else "Ethernet")
         return True
     return False
 

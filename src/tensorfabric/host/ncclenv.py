@@ -29,7 +29,7 @@ from tensorfabric.host.pci import DISTANCES, Distance, worst
 from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
 from tensorfabric.topology import Nic
 
-__all__ = ["GDR_CAP", "EnvPlan", "EnvVar", "derive_env", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
+__all__ = ["GDR_CAP", "EnvPlan", "EnvVar", "derive_env", "gid_choice", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
 
 GID_AUTOSELECT = (2, 21)
 GDR_CAP: Distance = "PHB"
@@ -50,6 +50,8 @@ class EnvPlan:
     variables: tuple[EnvVar, ...]
     kept: Mapping[str, str] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
+    gid_choice: Mapping[str, int | None] = field(default_factory=dict)
+    """Per RoCE port (``dev:port``): the RoCE v2 IPv4 GID index, ``None`` where the port has none."""
 
     def as_dict(self) -> dict[str, str]:
         """What to export: derived values for every variable the user did not set."""
@@ -57,7 +59,8 @@ class EnvPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"env": self.as_dict(), "explain": {v.name: v.reason for v in self.variables},
-                "kept": dict(self.kept), "findings": [f.to_dict() for f in self.findings]}
+                "kept": dict(self.kept), "findings": [f.to_dict() for f in self.findings],
+                "gid_choice": dict(self.gid_choice)}
 
 
 def parse_nccl_version(text: str | None) -> tuple[int, int] | None:
@@ -166,8 +169,11 @@ def _gid_family(ports: Sequence[RdmaPort]) -> tuple[AddrFamily, str]:
 
 
 def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26, rail_optimized: bool = False,
-               nccl_version: str | None = None, require_rdma: bool = False, ib_tc: int | None = None) -> EnvPlan:
-    """The NCCL environment for this host: the plan-level variables plus GID and GPUDirect facts from sysfs."""
+               nccl_version: str | None = None, require_rdma: bool = False, ib_tc: int | None = None,
+               gid_ports: Sequence[RdmaPort] | None = None) -> EnvPlan:
+    """The NCCL environment for this host: the plan-level variables plus GID and GPUDirect facts from sysfs.
+
+    ``gid_ports`` (captured GID tables) replace the sysfs ports for every GID decision when given."""
     version = parse_nccl_version(nccl_version)
     active = [p for p in inv.ports if p.active]
     roce = [p for p in active if p.is_roce]
@@ -175,14 +181,17 @@ def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
     out: list[EnvVar] = []
     if active:
         out.append(_ports_var([(p.device, p.port) for p in active]))
-    if roce:
-        family, note = _gid_family(roce)
+    gid_src = list(gid_ports) if gid_ports is not None else roce
+    choice, gid_findings = gid_choice(gid_src, version) if gid_src else ({}, [])
+    findings += gid_findings
+    if roce or gid_ports:
+        family, note = _gid_family(gid_src)
         out += _roce_vars(roce_dscp, version, family, ib_tc)
         if note:
             out = [EnvVar(v.name, v.value, f"{v.reason}; {note}") if v.name == "NCCL_IB_ADDR_FAMILY" else v
                    for v in out]
         if version is not None and version < GID_AUTOSELECT:
-            out += _gid_index_var(roce, version, findings)
+            out += _gid_index_var(choice, version)
     netdevs = [p.netdev for p in roce if p.netdev and select_gid(p.gids, family="AF_INET")]
     if netdevs:
         out += _socket_vars(list(dict.fromkeys(netdevs)), "the RoCE netdevs (they carry the RoCE v2 IPv4 GIDs)")
@@ -205,21 +214,38 @@ def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
                 f"{var.name}={user!r} is set in the environment; the derived {var.value!r} was not applied",
                 {"set": user, "derived": var.value, "reason": var.reason},
                 f"unset {var.name} to use the derived value, or confirm {user!r} is intended"))
-    return EnvPlan(tuple(out), kept, tuple(findings))
+    return EnvPlan(tuple(out), kept, tuple(findings), choice)
 
 
-def _gid_index_var(roce: Sequence[RdmaPort], version: tuple[int, int], findings: list[Finding]) -> list[EnvVar]:
-    chosen = {p.name: select_gid(p.gids, family="AF_INET") for p in roce}
-    indices = Counter(g.index for g in chosen.values() if g is not None)
+def gid_choice(ports: Sequence[RdmaPort], version: tuple[int, int] | None) -> tuple[
+        dict[str, int | None], list[Finding]]:
+    """Per port, the RoCE v2 IPv4 GID index NCCL >= 2.21 would pick (``None`` where there is none), with a warning
+    for ports without one and for ports that disagree (which only a pinned NCCL_IB_GID_INDEX cannot live with)."""
+    chosen = {p.name: select_gid(p.gids, family="AF_INET") for p in ports}
+    choice = {name: g.index if g is not None else None for name, g in chosen.items()}
+    findings: list[Finding] = []
+    missing = [name for name, index in choice.items() if index is None]
+    if missing:
+        findings.append(Finding(
+            "gid.no-rocev2-ipv4", "warning", ", ".join(missing),
+            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no RoCE v2 IPv4 GID: NCCL's default "
+            "auto-selection (and any one NCCL_IB_GID_INDEX) finds nothing usable there", {"choice": choice},
+            "assign an IPv4 address to the port's netdev, or leave the port out of NCCL_IB_HCA"))
+    if len({i for i in choice.values() if i is not None}) > 1:
+        pinned = version is not None and version < GID_AUTOSELECT
+        findings.append(Finding(
+            "gid.index-differs", "warning" if pinned else "info", ", ".join(choice),
+            "the RoCE v2 IPv4 GID sits at different indices on different ports; one NCCL_IB_GID_INDEX cannot "
+            "fit all" + ("" if pinned else " (NCCL >= 2.21 selects per port, so only a pinned index breaks)"),
+            dict(choice), "upgrade to NCCL >= 2.21 (auto-selection) and leave NCCL_IB_GID_INDEX unset"))
+    return choice, findings
+
+
+def _gid_index_var(choice: Mapping[str, int | None], version: tuple[int, int]) -> list[EnvVar]:
+    indices = Counter(i for i in choice.values() if i is not None)
     if not indices:
         return []
     index, _ = indices.most_common(1)[0]
-    if len(indices) > 1:
-        findings.append(Finding(
-            "gid.index-differs", "warning", ", ".join(chosen),
-            "the RoCE v2 IPv4 GID sits at different indices on different ports; one NCCL_IB_GID_INDEX cannot "
-            "fit all", {p: g.index if g else None for p, g in chosen.items()},
-            "upgrade to NCCL >= 2.21 (auto-selection) or use per-port configuration"))
     return [EnvVar("NCCL_IB_GID_INDEX", str(index), f"NCCL {version[0]}.{version[1]} < 2.21 does not auto-select; "
                    f"index {index} is the RoCE v2 IPv4-mapped GID")]
 

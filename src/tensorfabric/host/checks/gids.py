@@ -23,6 +23,10 @@ def port_findings(port: RdmaPort) -> list[Finding]:
         return [Finding("gid.table-unknown", "warning", subject, f"{port.name}: the capture has no GID table for "
                         "this port, so no index can be recommended", evidence,
                         "add `show_gids` or `ibv_devinfo -v` output for this port")]
+    if all(g.version is None for g in port.gids):
+        return [Finding("gid.type-unknown", "warning", subject, f"{port.name}: the capture does not say which GIDs "
+                        "are RoCE v1 or v2 (older ibv_devinfo prints no type), so no index can be recommended",
+                        evidence, "capture `show_gids` or `ibv_devinfo -v` from a current rdma-core instead")]
     if not v2:
         return [Finding("gid.no-rocev2", "error", subject,
                         f"{port.name} has no RoCE v2 GID: v1 traffic has no IP header (no DSCP, not routable)",
