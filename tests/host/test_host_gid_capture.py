@@ -97,7 +97,8 @@ def test_doctor_checks_a_pinned_index_against_the_capture(capsys: pytest.Capture
 
 
 def test_env_gives_a_choice_per_port_and_warns(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["env", "--sysfs-root", str(SYSFS / "no-rdma"), "--gids", str(GIDS / "show_gids_indented_ipv6_only_port.txt")]
+    capture = str(GIDS / "show_gids_indented_ipv6_only_port.txt")
+    args = ["env", "--sysfs-root", str(SYSFS / "no-rdma"), "--gids", capture]
     assert main([*args, "--nccl-version", "2.18.3"]) == 0
     out, err = capsys.readouterr()
     assert "mlx5_2:1=3, mlx5_5:1=none" in out and "export NCCL_IB_GID_INDEX=3" in out

@@ -29,7 +29,8 @@ from tensorfabric.host.pci import DISTANCES, Distance, worst
 from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
 from tensorfabric.topology import Nic
 
-__all__ = ["GDR_CAP", "EnvPlan", "EnvVar", "derive_env", "gid_choice", "nccl_env_for_nics", "parse_nccl_version", "tcp_interface"]
+__all__ = ["GDR_CAP", "EnvPlan", "EnvVar", "derive_env", "gid_choice", "nccl_env_for_nics", "parse_nccl_version",
+           "tcp_interface"]
 
 GID_AUTOSELECT = (2, 21)
 GDR_CAP: Distance = "PHB"
