@@ -188,7 +188,8 @@ def decode_gid(subnet_hex: str, iface_hex: str) -> str | None:
         raw = int(subnet_hex, 16).to_bytes(8, "little") + int(iface_hex, 16).to_bytes(8, "little")
     except OverflowError:
         return None
-    return str(ipaddress.IPv6Address(raw))
+    addr = ipaddress.IPv6Address(raw)
+    return f"::ffff:{addr.ipv4_mapped}" if addr.ipv4_mapped is not None else str(addr)
 
 
 def parse_qp(message: str, line: int = 0) -> QpInfo | None:

@@ -294,6 +294,8 @@ def _cite(path: ChannelPath) -> str:
 def _gpudirect(state: _State, transport: Transport, ib: list[ChannelPath],
                plugin: list[ChannelPath]) -> tuple[bool | None, list[str]]:
     notes = [note for on, note in state.gdr["gpu"] if not on and note]
+    if not ib and not plugin and state.channels and not any(c.net for c in state.channels):
+        return None, ["intra-node channels only: GPUDirect RDMA is not exercised"]
     if transport == "socket":
         return False, notes
     if ib:
