@@ -19,9 +19,11 @@ __all__ = ["MlnxQos", "Runner", "collect", "parse_mlnx_qos"]
 Runner = Callable[[Sequence[str]], str]
 """Runs a command and returns its stdout; raises OSError when it cannot run or fails."""
 
-_TRUST = re.compile(r"^Priority trust state:\s*(\w+)", re.M)
-_DSCP = re.compile(r"^\s*prio:\s*(\d)\s+dscp:\s*([\d,\s]*)$", re.M)
-_PFC_ROW = re.compile(r"^\s*enabled\s+((?:[01]\s*){8})\s*$", re.M)
+# Linear time: horizontal whitespace only (``\s`` with re.M would let ``^\s*`` run across every following blank
+# line), and no two adjacent quantifiers that can match the same characters.
+_TRUST = re.compile(r"^Priority trust state:[ \t]*(\w+)", re.M)
+_DSCP = re.compile(r"^[ \t]*prio:[ \t]*(\d)[ \t]+dscp:([\d, \t]*)$", re.M)
+_PFC_ROW = re.compile(r"^[ \t]*enabled[ \t]+((?:[01][ \t]+){7}[01])[ \t]*$", re.M)
 _TC = re.compile(r"^tc:\s*(\d+)\b")
 _TC_PRIO = re.compile(r"^priority:\s*(\d)\s*$")
 _CABLE = re.compile(r"^Cable len:\s*(\d+)", re.M)
