@@ -56,7 +56,7 @@ def capture_log(environ: MutableMapping[str, str]) -> LogCapture:
         return LogCapture(None)
     base = Path(tempfile.mkdtemp(prefix="tf-nccl-")) / "nccl.log"
     environ["NCCL_DEBUG"] = "INFO"
-    environ["NCCL_DEBUG_SUBSYS"] = environ.get("NCCL_DEBUG_SUBSYS", "INIT,NET")
+    environ["NCCL_DEBUG_SUBSYS"] = environ.get("NCCL_DEBUG_SUBSYS", "INIT,ENV,NET")
     # NCCL expands %h (host) and %p (pid); read() globs for the expanded name.
     environ["NCCL_DEBUG_FILE"] = f"{base}.%h.%p"
     return LogCapture(base)
