@@ -110,3 +110,35 @@ def test_nccl_shaped_garbage_raises_only_parse_error(parts: list[str], repeat: i
 def test_binary_input_raises_parse_error(data: bytes) -> None:
     with pytest.raises(ParseError):
         parse_nccl_log(data)
+
+
+@pytest.mark.parametrize(("name", "transport", "rdma"), [
+    ("trap_sideband_ib0_socket.log", "socket", False),  # NET/Socket on ib0, data over NET/Socket: socket
+    ("trap_bootstrap_socket_ib_channels.log", "ib", True),  # bootstrap NET/Socket lines + IB channels: ib
+    ("trap_idx_maps_roce.log", "roce", True),  # NET/IB/3 -> banner [3]mlx5_3:1/RoCE, though [0..2] are IB
+    ("trap_idx_maps_ib.log", "ib", True),  # NET/IB/0 -> banner [0]mlx5_0:1/IB
+    ("trap_single_node_p2p.log", "unknown", None),  # intra-node only: not proof
+    ("trap_banner_only.log", "unknown", None),  # banner + Using network IB, no data path: not proof
+])
+def test_the_traps(name: str, transport: str, rdma: bool | None) -> None:
+    report = parse_nccl_log((LOGS / name).read_bytes(), source=name)
+    assert (report.transport, report.rdma) == (transport, rdma)
+
+
+def test_doctor_cli_shows_the_job_environment_and_gid_tables(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tensorfabric.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "250")
+    log = str(LOGS / "era228_env_lines.log")
+    gids = str(LOGS.parent / "gids" / "show_gids_spaces.txt")
+    assert main(["doctor", "--sysfs-root", str(SYSFS / "mlx5-roce"), "--nccl-log", log, "--gids", gids]) == 0
+    out = capsys.readouterr().out
+    assert "job environment (from the log): NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in out
+    assert "GID table mlx5_0:1: recommended index 3" in out and "proof: line 9: channel 00 0 -> 1" in out
+    assert main(["doctor", "--sysfs-root", str(SYSFS / "mlx5-roce"), "--nccl-log", log, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["environment_source"] == "log" and data["nccl_log"]["scope"] == "inter-node"
+    assert data["nccl_log"]["qps"][0]["gid"] == "::ffff:192.168.1.1"
