@@ -105,7 +105,9 @@ def test_complete_last_line_without_newline_is_fine() -> None:
 
 
 _BASE_LOGS = ["roce_gdr_2.21.log", "socket_fallback_no_device.log", "roce_gdr_disabled.log", "plugin_ibext.log",
-              "ib_ring_2.4.log"]
+              "ib_ring_2.4.log", "era23_ib_sideband.log", "era222_ib_qp_lid_no_banner.log", "prefix_mpirun_tag.log",
+              "trap_single_node_p2p.log", "trap_idx_maps_roce.log", "plugin_aws_ofi_no_nic_info.log",
+              "fail_gid_link_local.log"]
 _unrelated = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=80).filter(lambda s: "NCCL" not in s)
 
 
