@@ -10,7 +10,6 @@ torch. This is the only place that turns errors into messages and exit codes:
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -20,11 +19,12 @@ import click
 
 from tensorfabric import __version__
 from tensorfabric.errors import InputError, TensorFabricError
+from tensorfabric.registry import Registry
 
 __all__ = ["VERBS", "cli", "main"]
 
 # name -> "module:attribute". The registry is the single list of verbs; adding one is one line here.
-VERBS: dict[str, str] = {
+VERBS: Registry[click.Command] = Registry("verb", lazy={
     "run": "tensorfabric.cli.run:cli",
     "bench": "tensorfabric.cli.bench:cli",
     "doctor": "tensorfabric.cli.doctor:cli",
@@ -34,24 +34,23 @@ VERBS: dict[str, str] = {
     "simulate": "tensorfabric.cli.simulate:cli",
     "lab": "tensorfabric.cli.lab:cli",
     "model": "tensorfabric.cli.model:cli",
-}
+})
 
 
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: Registry[click.Command], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lazy = lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self._lazy})
+        return sorted({*super().list_commands(ctx), *self._lazy.names()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self._lazy:
-            module_name, attr = self._lazy[cmd_name].split(":")
-            command = getattr(importlib.import_module(module_name), attr)
-            assert isinstance(command, click.Command), f"{module_name}:{attr} is not a click command"
+            command = self._lazy.get(cmd_name)
+            assert isinstance(command, click.Command), f"verb {cmd_name!r} is not a click command"
             return command
         return super().get_command(ctx, cmd_name)
 

@@ -28,6 +28,7 @@ from tensorfabric.fabric.renderers import eos, host, nvue, nxos, sonic
 from tensorfabric.fabric.renderers.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec
 from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.registry import Registry
 
 __all__ = ["HOST_RENDERER", "RENDERERS", "Rendered", "render_all", "render_fabric"]
 
@@ -43,8 +44,10 @@ def _entry(module: ModuleType) -> _Renderer:
     return _Renderer(module.TARGET, module.EXTENSION, module.render)
 
 
-RENDERERS: dict[str, _Renderer] = {r.target: r for r in map(_entry, (sonic, nvue, eos, nxos))}
+RENDERERS: Registry[_Renderer] = Registry("NOS")
 """Switch renderers by NOS name."""
+for _module in (sonic, nvue, eos, nxos):
+    RENDERERS.register(_module.TARGET, _entry(_module))
 HOST_RENDERER = _entry(host)
 
 
@@ -62,10 +65,10 @@ def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> l
     plans: list[SwitchPlan | HostPlan] = [*switch_plans(spec), *host_plans(spec, nccl_env_for)]
     for plan in plans:
         if isinstance(plan, SwitchPlan):
-            renderer = RENDERERS.get(plan.nos)
-            if renderer is None:
+            if plan.nos not in RENDERERS:
                 raise InputError(f"switch {plan.name!r}: no renderer for NOS {plan.nos!r}; "
                                  f"known: {', '.join(sorted(RENDERERS))}")
+            renderer = RENDERERS.get(plan.nos)
         else:
             renderer = HOST_RENDERER
         out.append(Rendered(plan.name, renderer.target, f"{plan.name}.{renderer.extension}", renderer.render(plan)))
