@@ -133,6 +133,7 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
 
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
+    _check_fits(max_bytes, 1 if lab_spec is not None else nproc)
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
                          iters=iters, dtype=dtype, codec=codec or "none", block=block)
     configs = [config]
@@ -156,6 +157,22 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
     else:
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0
+
+
+# Each local rank holds the input, the output and a reference copy of the largest size at once.
+_BUFFERS_PER_RANK = 3
+
+
+def _check_fits(max_bytes: int, nranks: int, physical_bytes: int | None = None) -> None:
+    """A sweep whose largest buffers exceed this machine's memory fails up front, not as an allocator crash."""
+    if physical_bytes is None:
+        physical_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    need = max_bytes * _BUFFERS_PER_RANK * nranks
+    if need > physical_bytes:
+        from tensorfabric.units import format_size
+
+        raise InputError(f"--max {format_size(max_bytes)}: {nranks} rank(s) need about {format_size(need)} and "
+                         f"this machine has {format_size(physical_bytes)} of memory; pass a smaller --max")
 
 
 def _lab_sweep(spec: str, name: str | None, config: Any, timeout_s: float) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import click
 
+from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 
 __all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
@@ -63,14 +64,16 @@ def _dotenv(name: str, value: str) -> str:
 
 @click.command("env")
 @click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
-@click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
-@click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True)
+@fabric_option("Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
+@click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True,
+              help="Text output form (--json is the same as --format json).")
+@json_option("Machine output: the derived variables, kept values and findings as one JSON document.")
 @click.option("--explain", is_flag=True, help="Say why each variable has its value.")
 @click.option("--nccl-version", default=None, help="NCCL version in use, e.g. 2.18.3 (default: assume >= 2.21).")
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
 @click.option("--rail-optimized", is_flag=True, help="Rail-optimized fabric: NCCL_CROSS_NIC=0.")
 @click.option("--require-rdma", is_flag=True, help="Add NCCL_NET=IB so a socket fallback fails init.")
-def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version: str | None,
+def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, explain: bool, nccl_version: str | None,
         roce_dscp: int | None, rail_optimized: bool, require_rdma: bool) -> int:
     """Print the NCCL environment for this host (eval "$(tensorfabric env)").
 
@@ -79,12 +82,12 @@ def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.ncclenv import derive_env
 
-    plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     inv = discover(sysfs_root)
     result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
                         require_rdma=require_rdma)
-    if fmt == "json":
+    if as_json or fmt == "json":
         from tensorfabric.cli._common import emit_json
 
         emit_json(result.to_dict())

@@ -27,7 +27,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.fabric.renderers import eos, host, nvue, nxos, sonic
 from tensorfabric.fabric.renderers.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import write_files
 from tensorfabric.registry import Registry
 
 __all__ = ["HOST_RENDERER", "RENDERERS", "Rendered", "render_all", "render_fabric"]
@@ -79,15 +79,13 @@ def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: 
                ) -> list[Path]:
     """Write one configuration file per device under ``out_dir`` (created if needed); return the paths.
 
-    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched.
+    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched; a
+    write that fails (disk full, read-only directory) raises InputError naming the files written and not written.
     Host scripts are written executable.
     """
     rendered = render_fabric(spec, nccl_env_for)
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {str(target)!r} exists and is not a directory")
-    paths: list[Path] = []
-    for item in rendered:
-        mode = 0o755 if item.target == HOST_RENDERER.target else 0o644
-        paths.append(atomic_write_text(target / item.filename, item.text, mode=mode))
-    return paths
+    return write_files((target / item.filename, item.text, 0o755 if item.target == HOST_RENDERER.target else None)
+                       for item in rendered)
