@@ -127,9 +127,9 @@ ROWS: list[Row] = [
     Row("run --codec zip", 2, "zip", why="unknown codec"),
     Row("run --top-p 0", 2, "--top-p", why="top-p outside (0, 1]"),
     # lab (bad input fails before any namespace is made)
-    Row("lab up --hosts 0 --rate 1gbit", 2, "--hosts", why="integer out of range"),
+    Row("lab up --hosts 0 --rate 1gbit", 2, "hosts: 0", why="integer out of range"),
     Row("lab up --hosts 2 --rate fast", 2, "fast", why="not a rate"),
-    Row("lab up --hosts 2 --rate 1gbit --mtu 100", 2, "--mtu", why="MTU out of 576..9000"),
+    Row("lab up --hosts 2 --rate 1gbit --mtu 100", 2, "mtu", why="MTU out of 576..9000"),
     Row("lab down", 2, "--all", why="neither NAME nor --all"),
     Row("lab down tf19-no-such-lab --json", 2, "does not exist", why="unknown lab"),
     Row("lab status tf19-no-such-lab", 2, "does not exist", why="unknown lab"),
