@@ -135,11 +135,11 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
     _check_fits(max_bytes, 1 if lab_spec is not None else nproc)
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
-                         iters=iters, dtype=dtype, codec=codec or "none", block=block)
+                         iters=iters, dtype=dtype, codec=codec, block=block)
     configs = [config]
-    if plot is not None and config.codec != "none":
+    if plot is not None and config.codec is not None:
         # The overlay needs the uncompressed curve from the same machine and setup.
-        configs.append(replace(config, codec="none"))
+        configs.append(replace(config, codec=None))
     results: list[Any] = []
     for cfg in configs:
         if lab_spec is not None:

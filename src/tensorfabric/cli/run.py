@@ -111,7 +111,7 @@ def _render(report: dict[str, Any]) -> None:
 @click.option("--tp", default=2, show_default=True, type=count(1, 256), help="Tensor-parallel ranks.")
 @click.option("--pp", default=1, show_default=True, type=count(1, 256), help="Pipeline stages.")
 @click.option("--prompt", "prompts", multiple=True, help="Prompt text (repeat for a batch).")
-@click.option("--max-new-tokens", default=32, show_default=True, type=count(1, 1_000_000))
+@click.option("--max-new-tokens", default=32, show_default=True, type=int, help="At least 1 (checked by the sampler).")
 @click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(0.0, 100.0), help="0 = greedy.")
 @click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True))
 @click.option("--seed", default=0, show_default=True, type=count(0, 2**63 - 1))
@@ -145,7 +145,7 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
     cfg = RunConfig(model_dir=str(directory), tp=tp, pp=pp, prompts=prompts or (DEFAULT_PROMPT,),
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
-                    codec=codec or "none", codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
+                    codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
                     timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup)
     show = not as_json
     # The last stage's first tensor-parallel rank holds the logits.
