@@ -219,3 +219,21 @@ def test_readme_table_is_this_table() -> None:
     readme = (ROOT / "README.md").read_text()
     start, end = readme.index("<!-- exit-codes -->\n"), readme.index("<!-- /exit-codes -->")
     assert readme[start + len("<!-- exit-codes -->\n"):end].strip() == readme_table()
+
+
+def test_lab_up_then_down_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tensorfabric.lab.netlink import privileges_missing
+
+    if privileges_missing():
+        pytest.skip(f"lab needs namespaces: {privileges_missing()}")
+    monkeypatch.setenv("TENSORFABRIC_LAB_DIR", str(tmp_path / "state"))
+    name = f"ec{os.getpid() % 100000}"
+    assert main(["lab", "up", "--name", name, "--hosts", "2", "--rate", "1gbit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == name
+    assert main(["lab", "down", name, "--json"]) == 0
+    removed = json.loads(capsys.readouterr().out)["removed"]
+    assert removed and all(ns.startswith(f"tf-{name}-") for ns in removed)
+    assert main(["lab", "down", name, "--json"]) == 2

@@ -32,7 +32,7 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 
 
 @click.command("simulate")
-@click.argument("scenario")
+@click.argument("scenario", type=RegistryChoice("tensorfabric.sim.scenarios:SCENARIOS"), metavar="SCENARIO")
 @fabric_option("Simulate this fabric spec (YAML) instead of the scenario's own topology.")
 @click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
 @click.option("--flows", type=count(1, 100_000),
@@ -66,7 +66,7 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None) -> int:
-    """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
+    """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them)."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
