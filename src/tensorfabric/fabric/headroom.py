@@ -277,7 +277,7 @@ def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "s
 
 
 # NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
-NIC_MODELS: Mapping[str, str] = {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"}
+NIC_MODELS: Registry[str] = Registry("NIC vendor", {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"})
 
 
 def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = True) -> HeadroomResult | None:
@@ -299,7 +299,8 @@ def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = Tru
                                 shared_headroom_pool=switch.asic.shared_headroom_pool)
     host = spec.host(device)
     nic = host.nic(port) if host is not None else None
-    model = NIC_MODELS.get(nic.vendor.lower() if nic is not None else "", "ieee")
+    vendor = nic.vendor.lower() if nic is not None else ""
+    model = NIC_MODELS.get(vendor) if vendor in NIC_MODELS else "ieee"
     if model == "ieee":
         return compute_headroom(speed, cable, mtu, model, medium=link.medium)
     return compute_headroom(speed, cable, mtu, model)
