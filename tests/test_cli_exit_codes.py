@@ -130,6 +130,7 @@ ROWS: list[Row] = [
     Row("lab up --hosts 0 --rate 1gbit", 2, "hosts: 0", why="integer out of range"),
     Row("lab up --hosts 2 --rate fast", 2, "fast", why="not a rate"),
     Row("lab up --hosts 2 --rate 1gbit --mtu 100", 2, "mtu", why="MTU out of 576..9000"),
+    Row("lab up --hosts 2 --rate 1gbit --topology leafspine --leaves 0", 2, "leaves", why="zero leaves"),
     Row("lab down", 2, "--all", why="neither NAME nor --all"),
     Row("lab down tf19-no-such-lab --json", 2, "does not exist", why="unknown lab"),
     Row("lab status tf19-no-such-lab", 2, "does not exist", why="unknown lab"),

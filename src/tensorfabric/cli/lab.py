@@ -35,8 +35,10 @@ def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None
     from tensorfabric.lab import Lab
 
     if topology == "leafspine":
-        leaves, spines = leaves or 2, spines or 2
-    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=leaves or 1, spines=spines or 1,
+        # `is None`, not `or`: an explicit 0 is the user's value and the spec must reject it, not a default.
+        leaves, spines = 2 if leaves is None else leaves, 2 if spines is None else spines
+    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=1 if leaves is None else leaves,
+              spines=1 if spines is None else spines,
               uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
     lab.up(persistent=True)
     _show(lab.status(), as_json)
