@@ -88,6 +88,8 @@ ROWS: list[Row] = [
     Row("simulate tornado", 2, "tornado", why="unknown scenario"),
     Row("simulate incast --flows 0", 2, "--flows", why="integer out of range"),
     Row("simulate incast --dcqcn magic", 2, "magic", why="unknown DCQCN form"),
+    Row("simulate incast --duration 1ms --counters {dir}/c.jsonl --plot {dir}/q.png", 2, "not written", ns="full",
+        why="disk full: says which files were and were not written"),
     Row("simulate incast --duration 1ms --plot {dir}/q.png", 2, "read-only", ns="ro", why="read-only output directory"),
     # monitor
     Row("monitor --source replay:{ex}/healthy.jsonl --once --json", 0, why="healthy counters"),

@@ -21,7 +21,8 @@ from typing import Any
 
 from tensorfabric.errors import InputError
 
-__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask", "write_files"]
+__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask", "figure_png",
+           "write_files"]
 
 
 def current_umask() -> int:
@@ -62,9 +63,13 @@ def _remove_stale_temps(target: Path) -> None:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        # Name the file the user asked for, not the temporary one or a parent.
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -72,11 +77,13 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int |
             os.fsync(handle.fileno())
         os.chmod(tmp, (0o666 if mode is None else mode) & ~current_umask())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
     return target
 
@@ -101,12 +108,16 @@ def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int |
     return written
 
 
-def atomic_write_figure(path: str | os.PathLike[str], fig: Any, **savefig: Any) -> Path:
-    """Render a matplotlib figure to PNG in memory, close it, and write it atomically (``savefig`` kwargs pass on,
-    e.g. ``dpi``)."""
+def figure_png(fig: Any, **savefig: Any) -> bytes:
+    """A matplotlib figure as PNG bytes; the figure is closed (``savefig`` kwargs pass on, e.g. ``dpi``)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **savefig)
     plt.close(fig)
-    return atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def atomic_write_figure(path: str | os.PathLike[str], fig: Any, **savefig: Any) -> Path:
+    """Render a matplotlib figure to PNG in memory, close it, and write it atomically."""
+    return atomic_write_bytes(path, figure_png(fig, **savefig))

@@ -85,10 +85,11 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
-    if counters:
-        _write_counters(result, counters)
-    if plot:
-        _plot(result, plot)
+    from tensorfabric.fsutil import write_files
+
+    # Both outputs are made in memory first; a full or read-only disk then says which were written.
+    write_files([*([(counters, _counter_lines(result), None)] if counters else []),
+                 *([(plot, _plot(result), None)] if plot else [])])
     if as_json:
         emit_json(result.to_dict())
     else:
@@ -104,25 +105,24 @@ def _pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _write_counters(result: Any, path: str) -> None:
-    from tensorfabric.fsutil import atomic_write_text
+def _counter_lines(result: Any) -> str:
     from tensorfabric.sim.counters import counter_samples
 
     cfg = result.params
     lines = [s.to_json() for s in counter_samples(result.network, result.trace, priority=int(cfg["priority"]),
                                                    mtu=int(cfg["mtu"]),
                                                    lossless=bool(cfg.get("pfc", True)))]
-    atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _plot(result: Any, path: str) -> None:
+def _plot(result: Any) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from tensorfabric.fsutil import atomic_write_figure
+    from tensorfabric.fsutil import figure_png
     from tensorfabric.sim.results import port_name
 
     tr, net = result.trace, result.network
@@ -143,7 +143,7 @@ def _plot(result: Any, path: str) -> None:
     axes[2].legend(fontsize=7, loc="upper right", ncol=2)
     fig.suptitle(f"tensorfabric simulate {result.scenario}")
     fig.tight_layout()
-    atomic_write_figure(path, fig, dpi=100)
+    return figure_png(fig, dpi=100)
 
 
 def _render(result: Any) -> None:
