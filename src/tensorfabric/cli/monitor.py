@@ -128,6 +128,8 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
                              "this host, e.g. 127.0.0.1:9108") from None
         log.warning("serving Prometheus metrics on http://%s:%d/metrics", *endpoint)
     con = console()
+    if record:
+        Path(record).parent.mkdir(parents=True, exist_ok=True)
     done = 0
     try:
         while True:
