@@ -123,6 +123,7 @@ ROWS: list[Row] = [
         why="checkpoint written"),
     Row("model make-tiny {tmp}/tiny2 --layers 0", 2, "--layers", why="integer out of range"),
     Row("model info {tmp}/missing", 2, "missing", why="missing checkpoint"),
+    Row("run --tp 1 --max-new-tokens 2 --no-warmup --json", 0, why="the default tiny model, made in the cache"),
     Row("run --model {tmp}/missing --tp 1", 2, "missing", why="missing checkpoint"),
     Row("run --tp 0", 2, "--tp", why="integer out of range"),
     Row("run --timeout inf", 2, "--timeout", why="infinite timeout"),
