@@ -36,8 +36,8 @@ from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 from tensorfabric.lab.netlink import privileges_missing
 
-CONFIGS = {"none": ["--comm-codec", "none"], "int8": ["--comm-codec", "int8"],
-           "int8-decode": ["--comm-codec", "int8", "--comm-codec-decode"]}
+CONFIGS = {"none": ["--codec", "none"], "int8": ["--codec", "int8"],
+           "int8-decode": ["--codec", "int8", "--codec-decode"]}
 PROMPT = ("The fabric carries activations between tensor-parallel shards. " * 10)[:511]  # + <s> = 512 tokens
 NEW_TOKENS = 64
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +32,52 @@ def test_python_dash_m() -> None:
     out = subprocess.run([sys.executable, "-m", "tensorfabric", "--version"], capture_output=True, text=True,
                          timeout=60, check=True)
     assert __version__ in out.stdout
+
+
+def test_debug_shows_the_traceback_the_default_hides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert main(["fabric", "lint", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main(["--debug", "fabric", "lint", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "no switches and no hosts" in err.splitlines()[-1]
+
+
+def test_an_unexpected_exception_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import tensorfabric.fabric.init as init
+
+    def broken(**kwargs: object) -> str:
+        raise RuntimeError("the starter template is broken")
+
+    monkeypatch.setattr(init, "starter_yaml", broken)
+    assert main(["fabric", "init"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == ("tensorfabric: internal error: RuntimeError: the starter template is broken "
+                           "(run with --debug for the traceback)")
+
+
+def test_os_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["fabric", "init", "-o", str(blocker / "sub" / "spec.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a directory" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_sigterm_in_process_exits_143(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import signal
+
+    import tensorfabric.fabric.init as init
+
+    def slow(**kwargs: object) -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt")
+
+    monkeypatch.setattr(init, "starter_yaml", slow)
+    assert main(["fabric", "init"]) == 143
+    assert "terminated by SIGTERM" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

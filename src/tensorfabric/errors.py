@@ -10,6 +10,9 @@
      ├── LabError          network-namespace lab could not be built or driven
      └── SimulationError   the simulator was asked for something it cannot compute
 
+    KeyboardInterrupt
+     └── Interrupted       SIGTERM or SIGHUP, raised like SIGINT's KeyboardInterrupt (tensorfabric.signals)
+
 Library code raises these and never prints or exits; only ``tensorfabric.cli`` maps them to messages and
 exit codes. Lower-layer exceptions are translated at the boundary with ``raise ... from exc``.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "DiscoveryError",
     "InputError",
+    "Interrupted",
     "LabError",
     "ParseError",
     "SimulationError",
@@ -81,3 +85,17 @@ class LabError(TensorFabricError):
 
 class SimulationError(TensorFabricError):
     """The simulator cannot compute what it was asked for."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) delivered as an interrupt, so cleanup runs as it does for Ctrl-C.
+
+    ``signum`` is the signal; ``exit_code`` the shell's convention for death by it (128 + signum: 143, 129).
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        super().__init__(signal.Signals(signum).name)

@@ -1,34 +1,89 @@
-"""Atomic file output: a reader never sees a half-written file, and a failure leaves the old one."""
+"""Atomic file output: a reader never sees a half-written file, and a failure leaves the old one.
+
+Files come out with the permissions the user's umask gives a new file (``0666 & ~umask``, or ``mode & ~umask``
+for an explicit ``mode`` such as a script's ``0o755``), as ``open()`` would, not the ``0600`` of a temporary file.
+The temporary file is ``.<name>.<pid>.<random>.tmp`` beside the target; one left by a process that was killed
+mid-write (SIGKILL, power loss) is removed by the next write of the same file once its pid is gone.
+
+:func:`write_files` writes several files and, when one fails (disk full, read-only directory), raises an
+:class:`~tensorfabric.errors.InputError` that says which were written and which were not.
+"""
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text"]
+from tensorfabric.errors import InputError
+
+__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask", "figure_png",
+           "write_files"]
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (``os.umask`` is process-wide)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_temps(target: Path) -> None:
+    prefix = f".{target.name}."
+    for entry in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        pid_text = entry.name[len(prefix):].split(".", 1)[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
+            try:
+                entry.unlink()
+            except OSError:
+                pass
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        # Name the file the user asked for, not the temporary one or a parent.
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, (0o666 if mode is None else mode) & ~current_umask())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
     return target
 
@@ -37,12 +92,32 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | No
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def atomic_write_figure(path: str | os.PathLike[str], fig: Any, **savefig: Any) -> Path:
-    """Render a matplotlib figure to PNG in memory, close it, and write it atomically (``savefig`` kwargs pass on,
-    e.g. ``dpi``)."""
+def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int | None]]) -> list[Path]:
+    """Write each ``(path, content, mode)`` atomically, in order; on an OS error say what was and was not written."""
+    items = list(files)
+    written: list[Path] = []
+    for index, (path, content, mode) in enumerate(items):
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        try:
+            written.append(atomic_write_bytes(path, data, mode=mode))
+        except OSError as exc:
+            missing = [str(p) for p, _, _ in items[index:]]
+            raise InputError(
+                f"cannot write {str(path)!r}: {exc.strerror or exc}; written: "
+                f"{', '.join(map(str, written)) or 'none'}; not written: {', '.join(missing)}") from exc
+    return written
+
+
+def figure_png(fig: Any, **savefig: Any) -> bytes:
+    """A matplotlib figure as PNG bytes; the figure is closed (``savefig`` kwargs pass on, e.g. ``dpi``)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **savefig)
     plt.close(fig)
-    return atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def atomic_write_figure(path: str | os.PathLike[str], fig: Any, **savefig: Any) -> Path:
+    """Render a matplotlib figure to PNG in memory, close it, and write it atomically."""
+    return atomic_write_bytes(path, figure_png(fig, **savefig))

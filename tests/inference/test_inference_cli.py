@@ -51,8 +51,8 @@ def test_run_default_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.Monkey
     for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(key, raising=False)
     capsys.readouterr()
-    assert main(["run", "--max-new-tokens", "8", "--dtype", "bfloat16", "--comm-codec", "int8",
-                 "--comm-codec-decode", "--ignore-eos", "--json"]) == 0
+    assert main(["run", "--max-new-tokens", "8", "--dtype", "bfloat16", "--codec", "int8",
+                 "--codec-decode", "--ignore-eos", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert RUN_KEYS <= report.keys() and report["tp"] == 2 and report["transport"] == "gloo/tcp"
     reduce = report["comm"]["all_reduce"]

@@ -18,7 +18,7 @@ from tensorfabric.sim.scenarios import SCENARIOS, Overrides, plan
     (["simulate", "incast", "--step", "50us"], "too coarse"),
     (["simulate", "incast", "--rate", "400G", "--step", "5us"], "KiB per step"),
     (["simulate", "incast", "--pmax", "2"], "pmax"),
-    (["simulate", "deadlock", "--flows", "0"], "positive"),
+    (["simulate", "deadlock", "--flows", "0"], "1<=x"),
     (["simulate", "incast", "--dcqcn", "magic"], "magic"),
 ])
 def test_bad_input_exits_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:

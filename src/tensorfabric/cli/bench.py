@@ -7,7 +7,6 @@ network-namespace lab with shaped links. Rank 0 prints; the others stay quiet.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -15,10 +14,10 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import SIZE, emit_json, progress
-from tensorfabric.errors import InputError, TransferError
+from tensorfabric.cli._options import OUTPUT_FILE, codec_option, count, json_option, lab_options, timeout_option
+from tensorfabric.errors import InputError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
-CODECS = ("int8", "int4", "fp8")
 
 
 def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> Any:
@@ -112,52 +111,46 @@ def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
 @click.option("--min", "min_bytes", type=SIZE, default="8", show_default=True, help="Smallest size (bytes).")
 @click.option("--max", "max_bytes", type=SIZE, default="32M", show_default=True,
               help="Largest size (32M keeps a 2-core machine under a minute; nccl-tests users pass 128M).")
-@click.option("--factor", type=click.IntRange(min=2), default=2, show_default=True, help="Size multiplier.")
-@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="Warm-up iterations.")
-@click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="Timed iterations.")
+@click.option("--factor", type=count(2, 1024), default=2, show_default=True, help="Size multiplier.")
+@click.option("--warmup", type=count(0, 100_000), default=5, show_default=True, help="Warm-up iterations.")
+@click.option("--iters", type=count(1, 1_000_000), default=20, show_default=True, help="Timed iterations.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
-@click.option("--codec", type=click.Choice(CODECS), default=None, help="Bench the compressed path.")
-@click.option("--block", type=click.IntRange(min=2), default=64, show_default=True, help="Codec block size.")
-@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+@codec_option("Bench the compressed path with this codec.")
+@click.option("--block", type=count(2, 1 << 20), default=64, show_default=True, help="Codec block size (even).")
+@click.option("--nproc", type=count(1, 1024), default=1, show_default=True,
               help="Spawn this many local ranks (ignored under torchrun).")
-@click.option("--lab", "lab_spec", default=None, metavar="SPEC",
-              help="Run one rank per host of a network-namespace lab, e.g. 2x1gbit (needs root).")
-@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
-              help="Seconds any collective may take before it fails.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write busbw vs size to FILE.png.")
-@click.pass_context
-def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int,
-        dtype: str, codec: str | None, block: int, nproc: int, lab_spec: str | None, timeout_s: float,
+@lab_options("needs root")
+@timeout_option("120s", "How long any collective may take before it fails, e.g. 120s or 5min.")
+@json_option("Print one JSON object instead of the table.")
+@click.option("--plot", type=OUTPUT_FILE, default=None, help="Write busbw vs size to FILE.png.")
+def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int, dtype: str,
+        codec: str | None, block: int, nproc: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
         as_json: bool, plot: str | None) -> int:
     """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
+    from dataclasses import replace
+
     from tensorfabric.transfer.bench import BenchConfig
 
-    if not timeout_s > 0:
-        raise InputError(f"--timeout: {timeout_s!r} must be a positive number of seconds such as 120")
-    config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
-                         iters=iters, dtype=dtype, codec=codec or "none", block=block)
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
+    _check_fits(max_bytes, 1 if lab_spec is not None else nproc)
+    config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
+                         iters=iters, dtype=dtype, codec=codec, block=block)
+    configs = [config]
+    if plot is not None and config.codec is not None:
+        # The overlay needs the uncompressed curve from the same machine and setup.
+        configs.append(replace(config, codec=None))
     results: list[Any] = []
-    if lab_spec is not None:
-        result = _lab_sweep(lab_spec, _argv_from_params(ctx), timeout_s)
-    else:
-        result = _sweep(config, nproc, timeout_s)
-        if result is None:  # a non-zero rank under torchrun: rank 0 reports
-            return 0
-    results.append(result)
+    for cfg in configs:
+        if lab_spec is not None:
+            results.append(_lab_sweep(lab_spec, lab_name, cfg, timeout_s))
+        else:
+            result = _sweep(cfg, nproc, timeout_s)
+            if result is None:  # a non-zero rank under torchrun: rank 0 reports
+                return 0
+            results.append(result)
+    result = results[0]
     if plot is not None:
-        if config.codec != "none":
-            # The overlay needs the uncompressed curve from the same machine and setup.
-            from dataclasses import replace
-
-            baseline = replace(config, codec="none")
-            if lab_spec is not None:
-                argv = [a for a in _argv_from_params(ctx) if a not in ("--codec", config.codec)]
-                results.append(_lab_sweep(lab_spec, argv, timeout_s))
-            else:
-                results.append(_sweep(baseline, nproc, timeout_s))
         _plot(plot, results)
     if as_json:
         emit_json(result.to_dict())
@@ -166,24 +159,23 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
     return 1 if result.wrong else 0
 
 
-def _lab_sweep(spec: str, flags: list[str], timeout_s: float) -> Any:
-    from tensorfabric.lab.launch import run_distributed
-    from tensorfabric.transfer.bench import BenchResult
-
-    text = run_distributed(spec, ["bench", *flags, "--json"], timeout_s=timeout_s * 4 + 120)
-    try:
-        return BenchResult.from_dict(json.loads(text))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TransferError(f"lab rank 0 did not print a bench JSON object ({exc}): {text[:200]!r}",
-                            op="bench", group=f"lab {spec}") from exc
+# Each local rank holds the input, the output and a reference copy of the largest size at once.
+_BUFFERS_PER_RANK = 3
 
 
-def _argv_from_params(ctx: click.Context) -> list[str]:
-    """Rebuild bench flags from parsed values (used when the CLI runs in-process, without sys.argv)."""
-    p = ctx.params
-    argv = ["--op", p["op"], "--min", str(p["min_bytes"]), "--max", str(p["max_bytes"]), "--factor",
-            str(p["factor"]), "--warmup", str(p["warmup"]), "--iters", str(p["iters"]), "--dtype", p["dtype"],
-            "--block", str(p["block"]), "--timeout", str(p["timeout_s"])]
-    if p["codec"]:
-        argv += ["--codec", p["codec"]]
-    return argv
+def _check_fits(max_bytes: int, nranks: int, physical_bytes: int | None = None) -> None:
+    """A sweep whose largest buffers exceed this machine's memory fails up front, not as an allocator crash."""
+    if physical_bytes is None:
+        physical_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    need = max_bytes * _BUFFERS_PER_RANK * nranks
+    if need > physical_bytes:
+        from tensorfabric.units import format_size
+
+        raise InputError(f"--max {format_size(max_bytes)}: {nranks} rank(s) need about {format_size(need)} and "
+                         f"this machine has {format_size(physical_bytes)} of memory; pass a smaller --max")
+
+
+def _lab_sweep(spec: str, name: str | None, config: Any, timeout_s: float) -> Any:
+    from tensorfabric.lab.launch import run_lab
+
+    return run_lab(spec, _run_rank, (config, False, timeout_s), timeout_s=timeout_s * 4 + 120, name=name)[0]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.cli.env import plan_from_spec, read_text_file
 from tensorfabric.errors import InputError
 
@@ -52,16 +53,15 @@ def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, Ml
 @click.command("doctor")
 @click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
 @click.option("--nccl-log", "log_path", default=None, help="NCCL_DEBUG=INFO output to verify.")
-@click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP/priority and MTU to expect.")
+@fabric_option("Fabric spec (YAML): RoCE DSCP/priority and MTU to expect.")
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
 @click.option("--mlnx-qos", "qos_files", multiple=True, metavar="IF=FILE",
               help="Captured `mlnx_qos -i IF` output (repeatable); on the live host the tool runs when present.")
 @click.option("--gids", "gids_path", default=None, metavar="FILE",
               help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to judge instead of sysfs.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Machine output: {findings, host, tcp_path, nccl_log, gid_tables}.")
-def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int | None, qos_files: tuple[str, ...],
-        gids_path: str | None, as_json: bool) -> int:
+@json_option("Machine output: {findings, host, tcp_path, nccl_log, gid_tables}.")
+def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dscp: int | None,
+        qos_files: tuple[str, ...], gids_path: str | None, as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
     from tensorfabric.host.discovery import discover
@@ -70,7 +70,7 @@ def cli(sysfs_root: str, log_path: str | None, spec: str | None, roce_dscp: int 
     from tensorfabric.host.hostname import resolve_hostname
     from tensorfabric.host.nccl_log import parse_nccl_log
 
-    plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
     gids = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     inv = discover(sysfs_root)

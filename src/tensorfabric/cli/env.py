@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import click
 
+from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 
 __all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
@@ -63,8 +64,10 @@ def _dotenv(name: str, value: str) -> str:
 
 @click.command("env")
 @click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
-@click.option("--fabric", "spec", default=None, help="Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
-@click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True)
+@fabric_option("Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
+@click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True,
+              help="Text output form (--json is the same as --format json).")
+@json_option("Machine output: the derived variables, kept values and findings as one JSON document.")
 @click.option("--explain", is_flag=True, help="Say why each variable has its value.")
 @click.option("--nccl-version", default=None, help="NCCL version in use, e.g. 2.18.3 (default: assume >= 2.21).")
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
@@ -72,7 +75,7 @@ def _dotenv(name: str, value: str) -> str:
 @click.option("--require-rdma", is_flag=True, help="Add NCCL_NET=IB so a socket fallback fails init.")
 @click.option("--gids", "gids_path", default=None, metavar="FILE",
               help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to choose GID indices from.")
-def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version: str | None,
+def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, explain: bool, nccl_version: str | None,
         roce_dscp: int | None, rail_optimized: bool, require_rdma: bool, gids_path: str | None) -> int:
     """Print the NCCL environment for this host (eval "$(tensorfabric env)").
 
@@ -82,14 +85,14 @@ def cli(sysfs_root: str, spec: str | None, fmt: str, explain: bool, nccl_version
     from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.ncclenv import derive_env
 
-    plan = plan_from_spec(spec, roce_dscp=roce_dscp)
+    plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     captured = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     inv = discover(sysfs_root)
     result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
                         require_rdma=require_rdma,
                         gid_ports=[p.as_port() for p in captured if p.is_roce] if captured is not None else None)
-    if fmt == "json":
+    if as_json or fmt == "json":
         from tensorfabric.cli._common import emit_json
 
         emit_json(result.to_dict())

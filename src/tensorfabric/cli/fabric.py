@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,14 +9,37 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import LENGTH, RATE, console, emit_json, render_findings
+from tensorfabric.cli._options import OUTPUT_DIR, OUTPUT_FILE, RegistryChoice, count, fabric_option, json_option
 from tensorfabric.errors import InputError
 from tensorfabric.findings import exit_code_for
 
 __all__ = ["cli"]
 
-_MODELS = ("sonic", "mlx5-nic", "ieee")
-_ASICS = ("spectrum1", "spectrum2", "spectrum3", "spectrum4", "spectrum5", "spectrum6")
-_NOS = ("sonic", "cumulus", "eos", "nxos")
+# Choices are the registries' names, read when a command parses or prints help (not at import).
+_MODELS = RegistryChoice("tensorfabric.fabric.headroom:MODELS")
+_ASICS = RegistryChoice("tensorfabric.fabric.headroom:ASICS")
+_NOS = RegistryChoice("tensorfabric.fabric.renderers:RENDERERS")
+
+
+def _spec_path(positional: Path | None, option: str | None, *, required: bool) -> Path | None:
+    """``SPEC`` (the fabric verbs' shorthand) or ``--fabric SPEC`` (every verb's spelling), not both."""
+    if positional is not None and option is not None:
+        raise InputError(f"give the spec once: SPEC {str(positional)!r} or --fabric {option!r}, not both")
+    path = positional if positional is not None else (Path(option) if option is not None else None)
+    if path is None and required:
+        raise InputError("give a fabric spec: --fabric FILE (e.g. examples/fabric.yaml)")
+    return path
+
+
+def _load(path: Path) -> Any:
+    """A spec with at least one device: an empty one would lint clean and render nothing, which hides mistakes."""
+    from tensorfabric.fabric.spec import load_spec
+
+    spec = load_spec(path)
+    if not spec.switches and not spec.hosts:
+        raise InputError(f"{str(path)!r} describes no switches and no hosts; add devices (start from "
+                         "'tensorfabric fabric init')")
+    return spec
 
 
 @click.group("fabric")
@@ -27,16 +48,16 @@ def cli() -> None:
 
 
 @cli.command("init")
-@click.option("--leaves", type=click.IntRange(1, 512), default=2, show_default=True)
-@click.option("--spines", type=click.IntRange(0, 512), default=2, show_default=True)
-@click.option("--hosts-per-leaf", type=click.IntRange(1, 512), default=4, show_default=True)
+@click.option("--leaves", type=count(1, 512), default=2, show_default=True)
+@click.option("--spines", type=count(0, 512), default=2, show_default=True)
+@click.option("--hosts-per-leaf", type=count(1, 512), default=4, show_default=True)
 @click.option("--speed", type=RATE, default="400G", show_default=True, help="Port speed, e.g. 100G, 400G.")
-@click.option("--nos", type=click.Choice(_NOS), default="sonic", show_default=True)
-@click.option("--asic", type=click.Choice(_ASICS), default="spectrum4", show_default=True)
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the spec here (atomically) instead of stdout.")
+@click.option("--nos", type=_NOS, default="sonic", show_default=True)
+@click.option("--asic", type=_ASICS, default="spectrum4", show_default=True)
+@click.option("-o", "--out", type=OUTPUT_FILE, default=None, help="Write the spec here (atomically) instead of stdout.")
+@click.option("--force", is_flag=True, help="Overwrite --out when it exists.")
 def init_cmd(leaves: int, spines: int, hosts_per_leaf: int, speed: float, nos: str, asic: str,
-             out: Path | None) -> int:
+             out: str | None, force: bool) -> int:
     """Write a starter leaf/spine spec with the default lossless plan (it lints clean)."""
     from tensorfabric.fabric.init import starter_yaml
     from tensorfabric.fsutil import atomic_write_text
@@ -45,6 +66,8 @@ def init_cmd(leaves: int, spines: int, hosts_per_leaf: int, speed: float, nos: s
                         asic=asic)
     if out is None:
         sys.stdout.write(text)
+    elif Path(out).exists() and not force:
+        raise InputError(f"-o {out!r} exists; pass --force to overwrite it or pick another name")
     else:
         atomic_write_text(out, text)
         click.echo(f"wrote {out}", err=True)
@@ -64,24 +87,23 @@ def schema_cmd() -> int:
 @click.option("--speed", type=RATE, default=None, help="Link speed, e.g. 400G.")
 @click.option("--cable", type=LENGTH, default=None, help="Cable length, e.g. 5m.")
 @click.option("--mtu", type=click.IntRange(68, 65536), default=9100, show_default=True, help="Port MTU in bytes.")
-@click.option("--model", type=click.Choice(_MODELS), default="sonic", show_default=True)
-@click.option("--asic", type=click.Choice(_ASICS), default="spectrum4", show_default=True,
+@click.option("--model", type=_MODELS, default="sonic", show_default=True)
+@click.option("--asic", type=_ASICS, default="spectrum4", show_default=True,
               help="Switch ASIC constants (sonic model).")
 @click.option("--medium", type=click.Choice(("copper", "fiber")), default="fiber", show_default=True,
               help="Cable medium (ieee model).")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Instead of one link: every cabled port of this spec, with the model its device uses.")
-@click.option("--json", "as_json", is_flag=True, help="Machine output.")
+@fabric_option("Instead of one link: every cabled port of this spec, with the model its device uses.")
+@json_option()
 @click.option("--explain", is_flag=True, help="Show every term of the sum.")
 def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, medium: str,
-                 spec_path: Path | None, as_json: bool, explain: bool) -> int:
+                 fabric_path: str | None, as_json: bool, explain: bool) -> int:
     """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
     from tensorfabric.fabric.headroom import compute_headroom
 
-    if spec_path is not None:
-        return _spec_headroom(spec_path, as_json)
+    if fabric_path is not None:
+        return _spec_headroom(Path(fabric_path), as_json)
     if speed is None or cable is None:
-        raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --spec FILE")
+        raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --fabric FILE")
     options = {"medium": medium} if model == "ieee" else {}
     result = compute_headroom(speed, cable, mtu, model, asic, **options)
     if as_json:
@@ -107,9 +129,8 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
     from rich.table import Table
 
     from tensorfabric.fabric.headroom import headroom_for_port
-    from tensorfabric.fabric.spec import load_spec
 
-    spec = load_spec(spec_path)
+    spec = _load(spec_path)
     ports = []
     for link in spec.links:
         for end in (link.a, link.b):
@@ -135,27 +156,28 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 
 @cli.command("lint")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@fabric_option("The spec to check (same as SPEC).")
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A deployed config (SONiC config_db.json, NVUE, EOS, NX-OS, mlnx_qos output, NCCL env, host "
                    "script); repeatable.")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print {\"findings\": [...]}.")
-def lint_cmd(spec: Path | None, deployed: tuple[Path, ...], rules: tuple[str, ...], as_json: bool) -> int:
+@json_option("Print {\"findings\": [...]}.")
+def lint_cmd(spec: Path | None, fabric_path: str | None, deployed: tuple[Path, ...], rules: tuple[str, ...],
+             as_json: bool) -> int:
     """Check a spec and/or deployed configs against the lossless checklist; exit 1 on error findings."""
     from tensorfabric.fabric.lint import RULES, lint_context
     from tensorfabric.fabric.lint.view import build_context
-    from tensorfabric.fabric.spec import load_spec
 
+    spec = _spec_path(spec, fabric_path, required=False)
     if spec is None and not deployed:
-        raise InputError("fabric lint: give a SPEC file, --deployed FILE, or both")
-    loaded = load_spec(spec) if spec is not None else None
+        raise InputError("fabric lint: give a SPEC file (or --fabric FILE), --deployed FILE, or both")
+    loaded = _load(spec) if spec is not None else None
     records = []
     if deployed:
         from tensorfabric.fabric.parsers import parse_deployed
 
         records = [parse_deployed(path) for path in deployed]
     ctx = build_context(loaded, records)
-    lint_context(ctx)  # loads the rule registry so --rule can be checked
     unknown = [r for r in rules if r not in RULES]
     if unknown:
         raise InputError(f"--rule: {unknown[0]!r} is not a rule id; known: {', '.join(sorted(RULES))}")
@@ -165,14 +187,11 @@ def lint_cmd(spec: Path | None, deployed: tuple[Path, ...], rules: tuple[str, ..
 
 
 @cli.command("rules")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def rules_cmd(as_json: bool) -> int:
     """List the lint rules with their checklist item."""
-    from tensorfabric.fabric.lint import RULES, lint_context
-    from tensorfabric.fabric.lint.view import LintContext
-    from tensorfabric.fabric.spec_qos import QosPlan
+    from tensorfabric.fabric.lint import RULES
 
-    lint_context(LintContext(plan=QosPlan(), devices={}))
     rows = [{"rule": r.id, "severity": r.severity, "checklist": r.checklist, "summary": r.summary}
             for r in RULES.values()]
     if as_json:
@@ -184,23 +203,22 @@ def rules_cmd(as_json: bool) -> int:
 
 
 @cli.command("render")
-@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for one file per device.")
-@click.option("--json", "as_json", is_flag=True, help="Print the written paths as JSON.")
-def render_cmd(spec: Path, out_dir: Path, as_json: bool) -> int:
+@click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@fabric_option("The spec to render (same as SPEC).")
+@click.option("--out", "out_dir", required=True, type=OUTPUT_DIR, help="Directory for one file per device.")
+@json_option("Print the written paths as JSON.")
+def render_cmd(spec: Path | None, fabric_path: str | None, out_dir: str, as_json: bool) -> int:
     """Render switch and host configs for every device of SPEC, one file each, atomically."""
-    from tensorfabric.fabric.spec import load_spec
+    from tensorfabric.fabric.renderers import render_all
     from tensorfabric.host.ncclenv import nccl_env_for_nics
 
-    # The renderer registry belongs to the fabric-io part; bound by name so this verb type-checks on its own.
-    renderers: Any = importlib.import_module("tensorfabric.fabric.renderers")
-    loaded = load_spec(spec)
-    written = renderers.render_all(loaded, out_dir, nccl_env_for=nccl_env_for_nics)
-    paths = [str(p) for p in (written.values() if isinstance(written, dict) else written or [])]
+    path = _spec_path(spec, fabric_path, required=True)
+    assert path is not None
+    written = render_all(_load(path), out_dir, nccl_env_for=nccl_env_for_nics)
+    paths = [str(p) for p in written]
     if as_json:
-        click.echo(json.dumps({"written": paths}, indent=2))
+        emit_json({"written": paths})
     else:
-        for path in paths:
-            click.echo(path)
+        for item in paths:
+            click.echo(item)
     return 0

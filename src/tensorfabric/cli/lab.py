@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import RATE, console, emit_json
+from tensorfabric.cli._options import json_option
 
 DEFAULT_NAME = "lab"
 
@@ -18,23 +19,26 @@ def cli() -> None:
 
 @cli.command("up")
 @click.option("--name", default=DEFAULT_NAME, show_default=True, help="Lab name (lowercase letters, digits).")
-@click.option("--hosts", type=int, required=True, help="Number of hosts, 1..64.")
+@click.option("--hosts", type=int, required=True, help="Number of hosts, 1..64 (checked by the lab spec).")
 @click.option("--rate", type=RATE, required=True, help="Host link rate, each direction (e.g. 1gbit, 200mbit).")
 @click.option("--topology", type=click.Choice(["star", "leafspine"]), default="star", show_default=True)
-@click.option("--leaves", type=int, default=None, help="Leaf switches (leafspine; default 2).")
-@click.option("--spines", type=int, default=None, help="Spine switches (leafspine; default 2).")
+@click.option("--leaves", type=int, default=None, help="Leaf switches (leafspine; default 2; checked by the spec).")
+@click.option("--spines", type=int, default=None, help="Spine switches (leafspine; default 2; checked by the spec).")
 @click.option("--uplink-rate", type=RATE, default=None, help="Leaf-spine link rate (leafspine; default --rate).")
-@click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of every lab interface, 576..9000.")
+@click.option("--mtu", type=int, default=9000, show_default=True,
+              help="MTU of every lab interface, 576..9000 (checked by the lab spec).")
 @click.option("--subnet", default="198.18.0.0/15", show_default=True, help="IPv4 network for lab addresses.")
-@click.option("--json", "as_json", is_flag=True, help="Print the lab's status as JSON.")
+@json_option("Print the lab's status as JSON.")
 def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None, spines: int | None,
            uplink_rate: float | None, mtu: int, subnet: str, as_json: bool) -> int:
     """Build a lab; it stays until `tensorfabric lab down NAME`."""
     from tensorfabric.lab import Lab
 
     if topology == "leafspine":
-        leaves, spines = leaves or 2, spines or 2
-    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=leaves or 1, spines=spines or 1,
+        # `is None`, not `or`: an explicit 0 is the user's value and the spec must reject it, not a default.
+        leaves, spines = 2 if leaves is None else leaves, 2 if spines is None else spines
+    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=1 if leaves is None else leaves,
+              spines=1 if spines is None else spines,
               uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
     lab.up(persistent=True)
     _show(lab.status(), as_json)
@@ -46,7 +50,8 @@ def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None
 @click.option("--all", "all_", is_flag=True, help="Remove every stale lab (tf-* namespaces) instead of one.")
 @click.option("--prefix", default="", help="With --all: only labs whose name starts with this.")
 @click.option("--force", is_flag=True, help="With --all: also labs held by a running process.")
-def down_cmd(name: str | None, all_: bool, prefix: str, force: bool) -> int:
+@json_option("Print {\"removed\": [namespaces]} as JSON.")
+def down_cmd(name: str | None, all_: bool, prefix: str, force: bool, as_json: bool) -> int:
     """Remove lab NAME (exactly what its state file records), or with --all every stale lab."""
     from tensorfabric.errors import InputError
     from tensorfabric.lab import down_all, lab_down
@@ -56,7 +61,10 @@ def down_cmd(name: str | None, all_: bool, prefix: str, force: bool) -> int:
     if prefix and not all_:
         raise InputError("lab down: --prefix only applies with --all")
     removed = down_all(prefix=prefix, include_owned=force) if all_ else lab_down(str(name))
-    click.echo(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
+    if as_json:
+        emit_json({"removed": list(removed)})
+    else:
+        click.echo(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
     return 0
 
 
@@ -75,7 +83,7 @@ def exec_cmd(name: str, host: str, argv: tuple[str, ...]) -> int:
 
 @cli.command("status")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option()
 def status_cmd(name: str, as_json: bool) -> int:
     """Hosts, addresses, links, rates and per-link counters of lab NAME."""
     from tensorfabric.lab import Lab
@@ -85,7 +93,7 @@ def status_cmd(name: str, as_json: bool) -> int:
 
 
 @cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option()
 def list_cmd(as_json: bool) -> int:
     """Labs recorded in the state directory."""
     from tensorfabric.lab.state import StateStore

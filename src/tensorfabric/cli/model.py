@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from tensorfabric.cli._common import SIZE, console, emit_json
+from tensorfabric.cli._options import count, json_option
 
 __all__ = ["cli"]
 
@@ -18,19 +19,19 @@ def cli() -> None:
 
 @cli.command("make-tiny")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--layers", default=4, show_default=True, type=int)
-@click.option("--hidden", default=256, show_default=True, type=int)
-@click.option("--heads", default=8, show_default=True, type=int)
-@click.option("--kv-heads", default=4, show_default=True, type=int)
-@click.option("--vocab", default=512, show_default=True, type=int)
-@click.option("--intermediate", default=None, type=int, help="MLP width [default: 2.5 x hidden]")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--layers", default=4, show_default=True, type=count(1, 1024))
+@click.option("--hidden", default=256, show_default=True, type=count(1, 1 << 16))
+@click.option("--heads", default=8, show_default=True, type=count(1, 1024))
+@click.option("--kv-heads", default=4, show_default=True, type=count(1, 1024))
+@click.option("--vocab", default=512, show_default=True, type=count(1, 1 << 20))
+@click.option("--intermediate", default=None, type=count(1, 1 << 20), help="MLP width [default: 2.5 x hidden]")
+@click.option("--seed", default=0, show_default=True, type=count(0, 2**63 - 1))
 @click.option("--tie/--no-tie", default=False, show_default=True, help="Tie lm_head to the embedding.")
 @click.option("--qkv-bias", is_flag=True, help="Give q/k/v a bias (Qwen2-style).")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
               show_default=True)
 @click.option("--shard-size", type=SIZE, default=None, help="Split weights into files of at most this size.")
-@click.option("--json", "as_json", is_flag=True, help="Print the written config as JSON.")
+@json_option("Print the written config as JSON.")
 def make_tiny_cmd(directory: Path, layers: int, hidden: int, heads: int, kv_heads: int, vocab: int,
                   intermediate: int | None, seed: int, tie: bool, qkv_bias: bool, dtype: str,
                   shard_size: float | None, as_json: bool) -> int:
@@ -50,7 +51,7 @@ def make_tiny_cmd(directory: Path, layers: int, hidden: int, heads: int, kv_head
 
 @cli.command("info")
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def info_cmd(directory: Path, as_json: bool) -> int:
     """Validate a checkpoint directory and show its shape."""
     from tensorfabric.inference.checkpoint import open_checkpoint

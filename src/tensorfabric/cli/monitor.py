@@ -2,7 +2,8 @@
 
 Without ``--serve`` it draws a live view (top ports by paused share, alerts) every ``--interval``; ``--once
 --json`` prints one poll as ``{"samples": [...], "alerts": [...]}``; ``--record PATH`` appends every sample as
-a JSON line (readable again with ``--source replay:PATH``). Exit code 1 when alerts are active at the end.
+a JSON line (readable again with ``--source replay:PATH``). Exit code 1 when alerts are active at the end or a
+source failed in the last poll.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import click
 import yaml
 
 from tensorfabric.cli._common import DURATION, console, emit_json
+from tensorfabric.cli._options import OUTPUT_FILE, RegistryChoice, count, json_option
 from tensorfabric.errors import InputError
+from tensorfabric.telemetry.detectors import DETECTORS
+from tensorfabric.telemetry.sources import SOURCES
 from tensorfabric.topology import Endpoint
 
 log = logging.getLogger("tensorfabric.monitor")
@@ -30,9 +34,12 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
     if path is None:
         return ()
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--links {path!r}: not UTF-8 text (byte {exc.start}); give a YAML or JSON list of "
+                         "links such as 'leaf0:Ethernet0 h0:1'") from None
     except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"--links {path!r}: cannot read: {exc}") from exc
+        raise InputError(f"--links {path!r}: cannot read: {_one_line(str(exc))}") from None
     if not isinstance(data, list):
         raise InputError(f"--links {path!r}: expected a list of links such as 'leaf0:Ethernet0 h0:1'")
     pairs = []
@@ -44,6 +51,10 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
         what = f"links[{index}]"
         pairs.append((Endpoint.parse(ends[0], what=what), Endpoint.parse(ends[1], what=what)))
     return tuple(pairs)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint], ...]) -> Any:
@@ -69,17 +80,18 @@ def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint
 
 @click.command("monitor")
 @click.option("--source", "sources", multiple=True, metavar="KIND:ARG",
-              help="Counter source (repeatable): sysfs:ROOT, ethtool:IF, ethtool-file:PATH, rdma-json:PATH, rdma:, "
-                   "sonic-redis:HOST:PORT, netdev:[IF,...], lab:NAME, replay:PATH.")
+              help=f"Counter source (repeatable), KIND one of {', '.join(SOURCES.names())}; e.g. sysfs:/sys, "
+                   "ethtool:eth0, replay:trace.jsonl.")
 @click.option("--interval", type=DURATION, default="15s", show_default=True, help="Time between polls.")
 @click.option("--serve", "listen", metavar="HOST:PORT", help="Serve Prometheus metrics, e.g. 127.0.0.1:9108.")
 @click.option("--allow-remote", is_flag=True, help="Allow --serve on a non-loopback address.")
 @click.option("--once", is_flag=True, help="Poll once, print, exit.")
-@click.option("--polls", type=click.IntRange(min=1), help="Stop after this many polls.")
-@click.option("--json", "as_json", is_flag=True, help="Machine output (with --once: one JSON document).")
-@click.option("--record", type=click.Path(dir_okay=False), help="Append every sample as a JSON line to PATH.")
+@click.option("--polls", type=count(1, None), help="Stop after this many polls.")
+@json_option("Machine output (with --once: one JSON document).")
+@click.option("--record", type=OUTPUT_FILE, help="Append every sample as a JSON line to PATH.")
 @click.option("--links", "links_path", type=click.Path(dir_okay=False), help="Cabling for the deadlock cycle check.")
-@click.option("--detector", "detector_names", multiple=True, help="Run only these detectors (repeatable).")
+@click.option("--detector", "detector_names", multiple=True, type=RegistryChoice(DETECTORS), metavar="NAME",
+              help=f"Run only this detector (repeatable): {', '.join(DETECTORS.names())}.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Override a detector threshold.")
 @click.option("--host", "host_label", help="Host label for local sources (default: this machine's name).")
 def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_remote: bool, once: bool,
@@ -109,9 +121,15 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     if endpoint is not None:
         from tensorfabric.telemetry.exporter import serve
 
-        server, _ = serve(monitor, endpoint[0], endpoint[1], lock)
+        try:
+            server, _ = serve(monitor, endpoint[0], endpoint[1], lock)
+        except OSError as exc:  # busy port, address not on this host, unresolvable name: the user's to fix
+            raise InputError(f"--serve {listen!r}: {exc.strerror or exc}; pick a free port and an address of "
+                             "this host, e.g. 127.0.0.1:9108") from None
         log.warning("serving Prometheus metrics on http://%s:%d/metrics", *endpoint)
     con = console()
+    if record:
+        Path(record).parent.mkdir(parents=True, exist_ok=True)
     done = 0
     try:
         while True:
@@ -132,7 +150,8 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         if server is not None:
             server.shutdown()
             server.server_close()
-    return 1 if monitor.alerts else 0
+    # 1: alerts are active, or a source failed its last read (its counters are missing, not healthy).
+    return 1 if monitor.alerts or any(not status.up for status in monitor.status.values()) else 0
 
 
 def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int) -> None:

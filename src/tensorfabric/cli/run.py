@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tensorfabric.cli._common import DURATION, console, emit_json, progress
+from tensorfabric.cli._common import console, emit_json, progress
+from tensorfabric.cli._options import OUTPUT_FILE, codec_option, count, json_option, lab_options, timeout_option
 
 if TYPE_CHECKING:
     from tensorfabric.inference.runner import RankResult, RunConfig
@@ -74,26 +75,6 @@ def _save_logits(path: Path, result: RankResult) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def _lab_argv(cfg: RunConfig, as_json: bool, logits_path: Path | None) -> list[str]:
-    argv = ["run", "--model", cfg.model_dir, "--tp", str(cfg.tp), "--pp", str(cfg.pp),
-            "--max-new-tokens", str(cfg.sampling.max_new_tokens), "--temperature", str(cfg.sampling.temperature),
-            "--top-p", str(cfg.sampling.top_p), "--seed", str(cfg.sampling.seed), "--comm-codec", cfg.codec,
-            "--dtype", cfg.dtype, "--microbatches", str(cfg.microbatches), "--timeout", f"{cfg.timeout_s}s"]
-    for prompt in cfg.prompts:
-        argv += ["--prompt", prompt]
-    if cfg.codec_decode:
-        argv.append("--comm-codec-decode")
-    if not cfg.warmup:
-        argv.append("--no-warmup")
-    if not cfg.sampling.stop_at_eos:
-        argv.append("--ignore-eos")
-    if logits_path is not None:
-        argv += ["--save-logits", str(logits_path)]
-    if as_json:
-        argv.append("--json")
-    return argv
-
-
 def _render(report: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -127,35 +108,32 @@ def _render(report: dict[str, Any]) -> None:
 @click.command("run")
 @click.option("--model", "model_dir", type=click.Path(path_type=Path), default=None,
               help="Hugging Face checkpoint directory [default: the tiny model, made once in the cache].")
-@click.option("--tp", default=2, show_default=True, type=int, help="Tensor-parallel ranks.")
-@click.option("--pp", default=1, show_default=True, type=int, help="Pipeline stages.")
+@click.option("--tp", default=2, show_default=True, type=count(1, 256), help="Tensor-parallel ranks.")
+@click.option("--pp", default=1, show_default=True, type=count(1, 256), help="Pipeline stages.")
 @click.option("--prompt", "prompts", multiple=True, help="Prompt text (repeat for a batch).")
-@click.option("--max-new-tokens", default=32, show_default=True, type=int)
-@click.option("--temperature", default=0.0, show_default=True, type=float, help="0 = greedy.")
-@click.option("--top-p", default=1.0, show_default=True, type=float)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--max-new-tokens", default=32, show_default=True, type=int, help="At least 1 (checked by the sampler).")
+@click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(0.0, 100.0), help="0 = greedy.")
+@click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True))
+@click.option("--seed", default=0, show_default=True, type=count(0, 2**63 - 1))
 @click.option("--ignore-eos", is_flag=True, help="Always generate --max-new-tokens tokens.")
-@click.option("--comm-codec", "codec", type=click.Choice(["none", "int8", "int4", "fp8"]), default="none",
-              show_default=True, help="Compress the TP all-reduces during prefill.")
-@click.option("--comm-codec-decode", "codec_decode", is_flag=True, help="Use --comm-codec in decode too.")
+@codec_option("Compress the TP all-reduces during prefill with this codec.")
+@click.option("--codec-decode", "codec_decode", is_flag=True, help="Use --codec in decode too.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
               show_default=True)
-@click.option("--microbatches", default=0, show_default=True, type=int,
+@click.option("--microbatches", default=0, show_default=True, type=count(0, 4096),
               help="Prefill chunks for pipeline parallelism [0: one per stage].")
-@click.option("--lab", "lab_spec", default=None, help="Run one rank per host of a lab, e.g. 2x1gbit.")
-@click.option("--timeout", "timeout_s", type=DURATION, default=300.0, show_default=True,
-              help="Bound on the whole run (and on each collective).")
-@click.option("--save-logits", "logits_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@lab_options("needs root")
+@timeout_option("300s", "Bound on the whole run (and on each collective), e.g. 300s or 10min.")
+@click.option("--save-logits", "logits_path", type=OUTPUT_FILE, default=None,
               help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
 @click.option("--warmup/--no-warmup", default=True, show_default=True,
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@json_option("One JSON object on stdout.")
 def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
-        temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str, codec_decode: bool, dtype: str,
-        microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, warmup: bool,
-        as_json: bool) -> int:
+        temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str | None, codec_decode: bool,
+        dtype: str, microbatches: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
+        logits_path: str | None, warmup: bool, as_json: bool) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
-    from tensorfabric.errors import InputError
     from tensorfabric.inference.report import summarize
     from tensorfabric.inference.runner import RunConfig, prepare
     from tensorfabric.inference.sampling import SamplingParams
@@ -163,30 +141,30 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
     from tensorfabric.transfer.launch import spawn, under_torchrun
 
     environ = dict(os.environ)
-    if microbatches < 0:
-        raise InputError(f"--microbatches {microbatches} must be 0 (automatic) or positive")
     directory = model_dir if model_dir is not None else _default_model(environ)
     cfg = RunConfig(model_dir=str(directory), tp=tp, pp=pp, prompts=prompts or (DEFAULT_PROMPT,),
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
                     timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup)
+    show = not as_json
+    # The last stage's first tensor-parallel rank holds the logits.
+    logits_rank = (pp - 1) * tp
     if lab_spec is not None and not under_torchrun(environ):
-        from tensorfabric.lab.launch import run_distributed
+        from tensorfabric.lab.launch import run_lab
         from tensorfabric.lab.spec import parse_short_spec
 
         hosts, _ = parse_short_spec(lab_spec)
         prepare(cfg, world_size=hosts)
-        argv = _lab_argv(cfg, as_json, logits_path)
-        click.echo(run_distributed(lab_spec, argv, timeout_s=float(timeout_s) + 60), nl=False)
-        return 0
-    show = not as_json
-    # The last stage's first tensor-parallel rank holds the logits.
-    logits_rank = (pp - 1) * tp
-    if under_torchrun(environ):
+        # Ranks get the config object, as local spawn gives it; rank 0 draws no bars inside a namespace.
+        results = run_lab(lab_spec, _rank_main, (cfg, False), timeout_s=float(timeout_s) + 60, name=lab_name)
+        result = results[0]
+        if logits_path is not None:
+            _save_logits(Path(logits_path), results[logits_rank])
+    elif under_torchrun(environ):
         result = _rank_main(int(environ["RANK"]), cfg, show)
         if logits_path is not None and result.rank == logits_rank:
-            _save_logits(logits_path, result)
+            _save_logits(Path(logits_path), result)
         if result.rank != 0:
             return 0
     else:
@@ -197,7 +175,7 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
             results = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s) + 60)
         result = results[0]
         if logits_path is not None:
-            _save_logits(logits_path, results[logits_rank])
+            _save_logits(Path(logits_path), results[logits_rank])
     tok = load_tokenizer(directory)
     texts = [tok.decode(ids, skip_special_tokens=True) for ids in result.token_ids]
     report = summarize(result, cfg, texts, str(directory))

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import DURATION, RATE, SIZE, console, emit_json, progress
+from tensorfabric.cli._options import OUTPUT_FILE, RegistryChoice, count, fabric_option, json_option
 from tensorfabric.errors import InputError
 from tensorfabric.topology import Fabric
 
@@ -31,16 +32,16 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 
 
 @click.command("simulate")
-@click.argument("scenario")
-@click.option("--fabric", "fabric_path", type=click.Path(exists=True, dir_okay=False),
-              help="Simulate this fabric spec (YAML) instead of the scenario's own topology.")
+@click.argument("scenario", type=RegistryChoice("tensorfabric.sim.scenarios:SCENARIOS"), metavar="SCENARIO")
+@fabric_option("Simulate this fabric spec (YAML) instead of the scenario's own topology.")
 @click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
-@click.option("--flows", type=int, help="Number of senders (incast, victim-flow, capacity-growth) or TP degree.")
+@click.option("--flows", type=count(1, 100_000),
+              help="Number of senders (incast, victim-flow, capacity-growth) or TP degree.")
 @click.option("--size", type=SIZE, help="Bytes per flow (default: long-lived flows).")
 @click.option("--rate", type=RATE, help="Link rate of the built-in topology, e.g. 40G or 100gbit.")
 @click.option("--kmin", type=SIZE, help="ECN Kmin, e.g. 5KB.")
 @click.option("--kmax", type=SIZE, help="ECN Kmax, e.g. 200KB.")
-@click.option("--pmax", type=float, help="ECN marking probability at Kmax, e.g. 0.01.")
+@click.option("--pmax", type=click.FloatRange(0.0, 1.0), help="ECN marking probability at Kmax, e.g. 0.01.")
 @click.option("--headroom", type=SIZE, help="PFC headroom per ingress port (default: the computed requirement).")
 @click.option("--xoff", type=SIZE, help="Static PFC XOFF threshold per ingress port.")
 @click.option("--no-pfc", is_flag=True, help="Lossy: no PFC, drop when a port's buffer is full.")
@@ -48,15 +49,16 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--fail-link", "fail_links", multiple=True, metavar="DEV1,DEV2",
               help="Fault: take the link between two devices down (repeatable), e.g. leaf0,spine1.")
 @click.option("--step", type=DURATION, help="Time step, e.g. 1us.")
-@click.option("--dcqcn", type=click.Choice(["paper", "firmware", "none"]), help="DCQCN form (none: PFC alone).")
+@click.option("--dcqcn", type=RegistryChoice("tensorfabric.sim.reaction:REACTION_POINTS"),
+              help="DCQCN form (none: PFC alone).")
 @click.option("--acyclic", is_flag=True, help="deadlock: the same traffic without a cyclic buffer dependency.")
-@click.option("--layers", type=int, help="inference-tp: transformer layers to simulate.")
-@click.option("--tokens", type=int, help="inference-tp: decode tokens.")
-@click.option("--batch", type=int, help="inference-tp: sequences per decode step.")
-@click.option("--seed", type=int, help="ECMP hash and CNP sampling seed.")
-@click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")
-@click.option("--plot", type=click.Path(dir_okay=False), help="Write queue, pause and rate plots to this PNG.")
-@click.option("--counters", type=click.Path(dir_okay=False), help="Write the counter stream (JSON lines) here.")
+@click.option("--layers", type=count(1, 10_000), help="inference-tp: transformer layers to simulate.")
+@click.option("--tokens", type=count(1, 1_000_000), help="inference-tp: decode tokens.")
+@click.option("--batch", type=count(1, 100_000), help="inference-tp: sequences per decode step.")
+@click.option("--seed", type=count(0, 2**63 - 1), help="ECMP hash and CNP sampling seed.")
+@json_option("Machine output on stdout.")
+@click.option("--plot", type=OUTPUT_FILE, help="Write queue, pause and rate plots to this PNG.")
+@click.option("--counters", type=OUTPUT_FILE, help="Write the counter stream (JSON lines) here.")
 @click.option("--counter-interval", type=DURATION, help="Counter snapshot interval (default 100us).")
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
@@ -64,7 +66,7 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None) -> int:
-    """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
+    """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them)."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
@@ -83,15 +85,17 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
-    if counters:
-        _write_counters(result, counters)
-    if plot:
-        _plot(result, plot)
+    from tensorfabric.fsutil import write_files
+
+    # Both outputs are made in memory first; a full or read-only disk then says which were written.
+    write_files([*([(counters, _counter_lines(result), None)] if counters else []),
+                 *([(plot, _plot(result), None)] if plot else [])])
     if as_json:
         emit_json(result.to_dict())
     else:
         _render(result)
-    return 0
+    # 1: bytes were dropped in a simulation that was meant to be lossless (PFC on).
+    return 1 if result.drops_bytes > 0 and result.params.get("pfc", True) else 0
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -101,25 +105,24 @@ def _pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _write_counters(result: Any, path: str) -> None:
-    from tensorfabric.fsutil import atomic_write_text
+def _counter_lines(result: Any) -> str:
     from tensorfabric.sim.counters import counter_samples
 
     cfg = result.params
     lines = [s.to_json() for s in counter_samples(result.network, result.trace, priority=int(cfg["priority"]),
                                                    mtu=int(cfg["mtu"]),
                                                    lossless=bool(cfg.get("pfc", True)))]
-    atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _plot(result: Any, path: str) -> None:
+def _plot(result: Any) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from tensorfabric.fsutil import atomic_write_figure
+    from tensorfabric.fsutil import figure_png
     from tensorfabric.sim.results import port_name
 
     tr, net = result.trace, result.network
@@ -140,7 +143,7 @@ def _plot(result: Any, path: str) -> None:
     axes[2].legend(fontsize=7, loc="upper right", ncol=2)
     fig.suptitle(f"tensorfabric simulate {result.scenario}")
     fig.tight_layout()
-    atomic_write_figure(path, fig, dpi=100)
+    return figure_png(fig, dpi=100)
 
 
 def _render(result: Any) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 
 if TYPE_CHECKING:
     from tensorfabric.fabric.spec import FabricSpec, LinkSpec
@@ -67,14 +68,14 @@ class AsicBuffer:
 
 # sonic-buildimage platform/mellanox/asic_table.j2: cell 96/144/144/192/192/256 B, pipeline latency 19 KiB
 # (42 KiB on Spectrum-6), MAC/PHY delay 0.8 KiB, peer response 3.8 KiB -- the Lua multiplies each by 1024.
-ASICS: Mapping[str, AsicBuffer] = {
+ASICS: Registry[AsicBuffer] = Registry("asic", {
     "spectrum1": AsicBuffer("spectrum1", 96, 19 * 1024, 0.8 * 1024),
     "spectrum2": AsicBuffer("spectrum2", 144, 19 * 1024, 0.8 * 1024),
     "spectrum3": AsicBuffer("spectrum3", 144, 19 * 1024, 0.8 * 1024),
     "spectrum4": AsicBuffer("spectrum4", 192, 19 * 1024, 0.8 * 1024),
     "spectrum5": AsicBuffer("spectrum5", 192, 19 * 1024, 0.8 * 1024),
     "spectrum6": AsicBuffer("spectrum6", 256, 42 * 1024, 0.8 * 1024),
-}
+})
 
 
 def asic_named(name: str) -> AsicBuffer:
@@ -251,7 +252,8 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
 
 _MAX_SPEED_BPS = 1e14
 _MAX_CABLE_M = 100_000.0
-MODELS: Mapping[str, Callable[..., HeadroomResult]] = {"sonic": _sonic, "mlx5-nic": _mlx5, "ieee": _ieee}
+MODELS: Registry[Callable[..., HeadroomResult]] = Registry("headroom model", {"sonic": _sonic, "mlx5-nic": _mlx5,
+                                                                               "ieee": _ieee})
 
 
 def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "sonic",
@@ -275,7 +277,7 @@ def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "s
 
 
 # NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
-NIC_MODELS: Mapping[str, str] = {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"}
+NIC_MODELS: Registry[str] = Registry("NIC vendor", {"nvidia": "mlx5-nic", "mellanox": "mlx5-nic"})
 
 
 def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = True) -> HeadroomResult | None:
@@ -297,7 +299,8 @@ def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = Tru
                                 shared_headroom_pool=switch.asic.shared_headroom_pool)
     host = spec.host(device)
     nic = host.nic(port) if host is not None else None
-    model = NIC_MODELS.get(nic.vendor.lower() if nic is not None else "", "ieee")
+    vendor = nic.vendor.lower() if nic is not None else ""
+    model = NIC_MODELS.get(vendor) if vendor in NIC_MODELS else "ieee"
     if model == "ieee":
         return compute_headroom(speed, cable, mtu, model, medium=link.medium)
     return compute_headroom(speed, cable, mtu, model)

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.spec import NOS_NAMES, FabricSpec, parse_spec
+from tensorfabric.registry import Registry
 from tensorfabric.units import format_rate
 
 __all__ = ["PORT_NAMING", "starter_data", "starter_spec", "starter_yaml"]
 
 # How each NOS names front-panel port i (0-based). SONiC numbers lanes, 4 per 400G port on Spectrum SKUs.
-PORT_NAMING: Mapping[str, Callable[[int], str]] = {
+PORT_NAMING: Registry[Callable[[int], str]] = Registry("nos", {
     "sonic": lambda i: f"Ethernet{4 * i}",
     "cumulus": lambda i: f"swp{i + 1}",
     "eos": lambda i: f"Ethernet{i + 1}",
     "nxos": lambda i: f"Ethernet1/{i + 1}",
-}
+})
 HOST_CABLE = "3m"
 FABRIC_CABLE = "30m"
 

@@ -17,11 +17,11 @@ class GroupTP:
     """Tensor-parallel all-reduce/all-gather over ``group``; ``codec`` applies to prefill all-reduces, and
     to decode ones too when ``codec_decode``."""
 
-    def __init__(self, group: Group, codec: str = "none", codec_decode: bool = False) -> None:
+    def __init__(self, group: Group, codec: str | None = None, codec_decode: bool = False) -> None:
         from tensorfabric.transfer.codecs import get_codec
 
         self.group = group
-        self.codec = None if codec == "none" else get_codec(codec)
+        self.codec = None if codec is None else get_codec(codec)
         self.codec_decode = codec_decode
 
     def reduce(self, t: torch.Tensor, phase: str) -> torch.Tensor:

@@ -37,7 +37,7 @@ def summarize(result: RankResult, cfg: RunConfig, texts: Sequence[str], model_di
         "tokens_per_s": new_tokens / elapsed if elapsed > 0 else 0.0,
         "tp": cfg.tp,
         "pp": cfg.pp,
-        "codec": cfg.codec,
+        "codec": cfg.codec or "none",  # the report's label for the uncompressed path, as the CLI spells it
         "codec_decode": cfg.codec_decode,
         "transport": result.transport,
         "comm": {op: {"calls": s["calls"], "bytes": s["bytes"], "wire_bytes": s["wire_bytes"],

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["DTYPES", "Prepared", "RankResult", "RunConfig", "prepare", "rank_entry", "run_rank"]
 
 DTYPES = ("float32", "bfloat16", "float16")
-CODECS = ("none", "int8", "int4", "fp8")
 Progress = Callable[[str, int], Callable[[float], None]]
 """``progress(description, total)`` -> ``advance(n)``; how a caller draws loading/generation bars."""
 
@@ -41,7 +40,8 @@ class RunConfig:
     prompts: tuple[str, ...] = ("Hello",)
     prompt_ids: tuple[tuple[int, ...], ...] = ()  # when given, used instead of tokenizing ``prompts``
     sampling: SamplingParams = SamplingParams()
-    codec: str = "none"
+    codec: str | None = None
+    """The codec of the TP all-reduces (a registered name); ``None`` sends them uncompressed."""
     codec_decode: bool = False
     dtype: str = "float32"
     microbatches: int = 0  # 0: one per pipeline stage
@@ -83,8 +83,10 @@ def prepare(cfg: RunConfig, world_size: int | None = None) -> Prepared:
     """Validate the run before any rank communicates; raise InputError naming the problem."""
     if cfg.dtype not in DTYPES:
         raise InputError(f"dtype {cfg.dtype!r} is not one of {', '.join(DTYPES)}")
-    if cfg.codec not in CODECS:
-        raise InputError(f"codec {cfg.codec!r} is not one of {', '.join(CODECS)}")
+    if cfg.codec is not None:
+        from tensorfabric.transfer.codecs import CODECS
+
+        CODECS.get(cfg.codec)  # InputError naming the registered codecs
     model = load_config(Path(cfg.model_dir))
     check_parallel(model, cfg.tp, cfg.pp, world_size)
     ckpt = open_checkpoint(Path(cfg.model_dir))

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -29,6 +30,7 @@ from tensorfabric.lab.netlink import Netlink, check_privileges, ip_command
 from tensorfabric.lab.plan import BRIDGE, HOST_IFACE, LabPlan, ns_prefix, plan_lab
 from tensorfabric.lab.spec import DEFAULT_MTU, DEFAULT_SUBNET, LabSpec
 from tensorfabric.lab.state import LabState, Owner, StateStore
+from tensorfabric.signals import terminate_as_interrupt
 
 __all__ = ["DEFAULT_MASTER_PORT", "Lab", "down_all", "lab_down", "rank_env"]
 
@@ -98,6 +100,7 @@ class Lab:
         self._state: LabState | None = None
         self._procs: list[subprocess.Popen[Any]] = []
         self._auto_named = False
+        self._signals: list[AbstractContextManager[None]] = []
 
     # lifecycle ------------------------------------------------------------------------------------------
     @property
@@ -152,11 +155,23 @@ class Lab:
         self._store.claim(state)
 
     def __enter__(self) -> Lab:
-        return self.up()
+        # SIGTERM/SIGHUP inside the block raise like Ctrl-C, so __exit__ tears the lab down for them too.
+        signals = terminate_as_interrupt()
+        signals.__enter__()
+        self._signals.append(signals)
+        try:
+            return self.up()
+        except BaseException:
+            self._signals.pop().__exit__(None, None, None)
+            raise
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.down()
+        try:
+            self.down()
+        finally:
+            if self._signals:
+                self._signals.pop().__exit__(None, None, None)
 
     def down(self) -> None:
         """Stop the lab's processes and remove every namespace it recorded; safe to call twice."""

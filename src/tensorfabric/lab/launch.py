@@ -1,5 +1,10 @@
 """Run one tensorfabric rank per lab host: what ``bench --lab 2x1gbit`` and ``run --lab 2x1gbit`` call.
 
+``run_lab("2x1gbit", fn, args)`` is the lab's ``spawn``: ``fn(rank, *args)`` runs in every host (``fn`` and ``args``
+pickled into a temporary directory, read by :mod:`tensorfabric.lab.rank`), and the ranks' return values come back
+in rank order -- the same picklable-config contract as :func:`tensorfabric.transfer.launch.spawn`, so a verb hands
+its ranks a config object instead of re-serialising its own flags into a command line.
+
 ``run_distributed("2x1gbit", ["bench", "--op", "all_reduce"])`` brings up a star lab of two hosts on
 1 Gbit/s links, starts ``<python> -m tensorfabric bench --op all_reduce`` in each host with the torchrun
 environment of :func:`tensorfabric.lab.lab.rank_env` (rank ``r`` on ``h<r>``, ``MASTER_ADDR`` = h0's
@@ -8,24 +13,27 @@ tears the lab down, and returns rank 0's stdout.
 
 Failure: if a rank exits non-zero, the others get ``grace_s`` to finish or fail on their own (a peer
 blocked in a collective usually fails by itself once its partner is gone), then everything is killed and a
-LabError carries every rank's exit status and stderr tail. The same happens at ``timeout_s``.
+LabError carries every rank's exit status and stderr tail. The same happens at ``timeout_s``. SIGTERM and SIGHUP
+are handled like SIGINT: the ranks are killed, the lab torn down and the temporary directory removed.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tensorfabric.errors import LabError
 from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
+from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["run_distributed", "run_ranks", "wait_ranks"]
+__all__ = ["run_distributed", "run_lab", "run_ranks", "wait_ranks"]
 
 _TAIL_CHARS = 2000
 _POLL_S = 0.05
@@ -33,20 +41,37 @@ _POLL_S = 0.05
 
 def run_distributed(spec: str, argv: list[str], timeout_s: float = 600, *, python: str | None = None,
                     env: Mapping[str, str] | None = None, state_dir: str | os.PathLike[str] | None = None,
-                    grace_s: float = 15.0) -> str:
+                    grace_s: float = 15.0, name: str | None = None) -> str:
     """Run ``python -m tensorfabric <argv>`` as one rank per host of a ``NxRATE`` star lab; rank 0's stdout."""
     return run_ranks(spec, [python or sys.executable, "-m", "tensorfabric", *argv], timeout_s, env=env,
-                     state_dir=state_dir, grace_s=grace_s, label="tensorfabric " + " ".join(argv))
+                     state_dir=state_dir, grace_s=grace_s, label="tensorfabric " + " ".join(argv), name=name)
+
+
+def run_lab(spec: str, fn: Callable[..., Any], args: Sequence[Any] = (), timeout_s: float = 600, *,
+            env: Mapping[str, str] | None = None, state_dir: str | os.PathLike[str] | None = None,
+            grace_s: float = 15.0, name: str | None = None, python: str | None = None) -> list[Any]:
+    """Run ``fn(rank, *args)`` once per host of a ``NxRATE`` star lab; the return values in rank order.
+
+    ``fn`` (a module-level function) and ``args`` must be picklable; so must the return values.
+    """
+    hosts, _ = parse_short_spec(spec)
+    with tempfile.TemporaryDirectory(prefix="tf-lab-job-") as job:
+        Path(job, "job.pkl").write_bytes(pickle.dumps((fn, tuple(args))))
+        label = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)!s}"
+        run_ranks(spec, [python or sys.executable, "-m", "tensorfabric.lab.rank", job], timeout_s, env=env,
+                  state_dir=state_dir, grace_s=grace_s, label=label, name=name)
+        return [pickle.loads(Path(job, f"rank{rank}.result").read_bytes()) for rank in range(hosts)]
 
 
 def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Mapping[str, str] | None = None,
               state_dir: str | os.PathLike[str] | None = None, grace_s: float = 15.0,
-              label: str | None = None) -> str:
-    """Run any command ``cmd`` as one rank per host of a ``NxRATE`` star lab; rank 0's stdout (see the module
-    docstring for failures; ``label`` names the command in them)."""
+              label: str | None = None, name: str | None = None) -> str:
+    """Run any command ``cmd`` as one rank per host of a ``NxRATE`` star lab named ``name`` (default: derived
+    from the process id); rank 0's stdout (see the module docstring for failures; ``label`` names the command in
+    them)."""
     hosts, rate_bps = parse_short_spec(spec)
-    with tempfile.TemporaryDirectory(prefix="tf-lab-ranks-") as tmp, \
-            Lab(hosts=hosts, rate=rate_bps, state_dir=state_dir) as lab:
+    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-lab-ranks-") as tmp, \
+            Lab(hosts=hosts, rate=rate_bps, name=name, state_dir=state_dir) as lab:
         outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(hosts)]  # noqa: SIM115
         errs = [open(Path(tmp, f"rank{r}.err"), "w+b") for r in range(hosts)]  # noqa: SIM115
         try:

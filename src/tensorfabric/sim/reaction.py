@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 from tensorfabric.sim.dcqcn import FirmwareDcqcn, PaperDcqcn
 
 __all__ = ["REACTION_POINTS", "ReactionPoint", "make_reaction_point"]
@@ -256,13 +256,9 @@ def _none(cfg: PaperDcqcn | FirmwareDcqcn | None, line: F64, fb: I64, dt: float,
     return NoCongestionControl(line)
 
 
-REACTION_POINTS: dict[str, Factory] = {"paper": _paper, "firmware": _firmware, "none": _none}
+REACTION_POINTS: Registry[Factory] = Registry("dcqcn", {"paper": _paper, "firmware": _firmware, "none": _none})
 
 
 def make_reaction_point(name: str, cfg: PaperDcqcn | FirmwareDcqcn | None, line_bps: F64, fb_steps: I64,
                         dt: float, rng: np.random.Generator) -> ReactionPoint:
-    try:
-        factory = REACTION_POINTS[name]
-    except KeyError:
-        raise InputError(f"dcqcn: {name!r} is not one of {', '.join(REACTION_POINTS)}") from None
-    return factory(cfg, line_bps, fb_steps, dt, rng)
+    return REACTION_POINTS.get(name)(cfg, line_bps, fb_steps, dt, rng)

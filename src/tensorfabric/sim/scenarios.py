@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 from tensorfabric.sim import topologies
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.dcqcn import fixed_point
@@ -338,22 +339,18 @@ def _inference(o: Overrides, fabric: Fabric | None) -> Plan:
     return Plan(fab, flows, cfg, params, judge)
 
 
-SCENARIOS: dict[str, Callable[[Overrides, Fabric | None], Plan]] = {
+SCENARIOS: Registry[Callable[[Overrides, Fabric | None], Plan]] = Registry("scenario", {
     "incast": _incast,
     "victim-flow": _victim,
     "storm": _storm,
     "deadlock": _deadlock,
     "capacity-growth": _growth,
     "inference-tp": _inference,
-}
+})
 
 
 def plan(name: str, overrides: Overrides | None = None, fabric: Fabric | None = None) -> Plan:
-    try:
-        builder = SCENARIOS[name]
-    except KeyError:
-        raise InputError(f"scenario: {name!r} is not one of {', '.join(SCENARIOS)}") from None
-    return builder(overrides or Overrides(), fabric)
+    return SCENARIOS.get(name)(overrides or Overrides(), fabric)
 
 
 def simulate(name: str, overrides: Overrides | None = None, fabric: Fabric | None = None, *,

@@ -58,7 +58,8 @@ class BenchConfig:
     warmup: int = 5
     iters: int = 20
     dtype: str = "float32"
-    codec: str = "none"
+    codec: str | None = None
+    """A registered codec's name; ``None`` benches the uncompressed path."""
     block: int = 64
 
     def __post_init__(self) -> None:
@@ -73,7 +74,11 @@ class BenchConfig:
             raise InputError(f"factor: {self.factor!r} must be an integer >= 2 such as 2")
         if self.warmup < 0 or self.iters < 1:
             raise InputError(f"warmup {self.warmup!r} / iters {self.iters!r}: need warmup >= 0 and iters >= 1")
-        if self.codec != "none" and self.op not in CODEC_OPS:
+        if self.codec is not None:
+            from tensorfabric.transfer.codecs import CODECS
+
+            CODECS.get(self.codec)  # InputError naming the registered codecs, before any rank starts
+        if self.codec is not None and self.op not in CODEC_OPS:
             raise InputError(f"codec {self.codec!r} applies to {', '.join(CODEC_OPS)}, not op {self.op!r}")
 
 
@@ -284,7 +289,7 @@ def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None
 
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[config.dtype]
     typesize = torch.tensor([], dtype=dtype).element_size()
-    codec = get_codec(config.codec, config.block) if config.codec != "none" else None
+    codec = get_codec(config.codec, config.block) if config.codec is not None else None
     n = group.size
     rows = []
     for index, size in enumerate(sizes(config.min_bytes, config.max_bytes, config.factor)):
@@ -312,4 +317,5 @@ def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None
             max_error=max_error if codec is not None else None))
         if advance is not None:
             advance(1)
-    return BenchResult(config.op, n, group.backend, config.dtype, config.codec, tuple(rows), group.transport)
+    # The result labels the uncompressed path "none", as its JSON and the table header always have.
+    return BenchResult(config.op, n, group.backend, config.dtype, config.codec or "none", tuple(rows), group.transport)

@@ -11,6 +11,9 @@ plus whatever ``env`` adds. The child writes these into its own ``os.environ`` b
 ``env://`` rendezvous and NCCL read the process environment; this module is the documented place where the
 transfer subsystem does that.
 
+SIGTERM and SIGHUP to the launching process are handled like SIGINT (:mod:`tensorfabric.signals`): every rank is
+stopped and reaped and the temporary directory removed before :class:`~tensorfabric.errors.Interrupted` propagates.
+
 Failure contract: if any rank raises, exits without a result or the whole launch passes ``timeout_s``, every
 rank is stopped and :class:`SpawnError` (a :class:`TransferError`) is raised with each rank's traceback. After
 the first failure the other ranks get ``grace_s`` to finish or fail on their own (a rank blocked in a
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import TransferError
+from tensorfabric.signals import terminate_as_interrupt
 
 __all__ = ["SpawnError", "free_port", "spawn", "torchrun_env", "under_torchrun"]
 
@@ -115,16 +119,17 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     parent_env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
+    # SIGTERM/SIGHUP raise like Ctrl-C, so the ranks are stopped and the directory removed on the way out.
+    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
         procs = [
             ctx.Process(target=_child, name=f"tensorfabric-rank{r}", daemon=True,
                         args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, env, parent=parent_env),
                               results, stack_dir))
             for r in range(nprocs)
         ]
-        for proc in procs:
-            proc.start()
         try:
+            for proc in procs:
+                proc.start()
             values, failures, reason = _collect(procs, results, timeout_s, grace_s, stack_dir)
         finally:
             _stop(procs)

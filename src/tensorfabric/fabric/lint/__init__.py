@@ -7,7 +7,6 @@ Rules live one family per module (``rules_<family>.py``) and register themselves
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from tensorfabric.fabric.deployed import Deployed
 from tensorfabric.fabric.lint.view import LintContext, build_context
 from tensorfabric.fabric.spec import FabricSpec
 from tensorfabric.findings import Finding, Severity, sort_key
+from tensorfabric.registry import Registry
 
 __all__ = ["FAMILIES", "RULES", "RuleInfo", "finding", "lint", "lint_context", "rule"]
 
@@ -36,7 +36,7 @@ class RuleInfo:
     check: RuleFn
 
 
-RULES: dict[str, RuleInfo] = {}
+RULES: Registry[RuleInfo] = Registry("lint rule", modules=tuple(f"{__name__}.{family}" for family in FAMILIES))
 
 
 def finding(rule_id: str, subject: str, message: str, evidence: dict[str, object], fix: str,
@@ -49,21 +49,13 @@ def rule(rule_id: str, severity: Severity, checklist: str, summary: str) -> Call
     """Register a rule; ``checklist`` names the item of lossless-config.md §8 it implements (R1..R12)."""
 
     def register(fn: RuleFn) -> RuleFn:
-        if rule_id in RULES and RULES[rule_id].check is not fn:
-            raise ValueError(f"rule id {rule_id!r} registered twice")
-        RULES[rule_id] = RuleInfo(rule_id, severity, checklist, summary, fn)
+        RULES.register(rule_id, RuleInfo(rule_id, severity, checklist, summary, fn))
         return fn
 
     return register
 
 
-def _load() -> None:
-    for family in FAMILIES:
-        importlib.import_module(f"{__name__}.{family}")
-
-
 def lint_context(ctx: LintContext, *, only: Sequence[str] = ()) -> list[Finding]:
-    _load()
     findings: list[Finding] = []
     for info in RULES.values():
         if only and info.id not in only:

@@ -30,6 +30,7 @@ from typing import Protocol
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed
 from tensorfabric.fabric.parsers import eos, host_script, mlnx_qos, nccl_env, nvue, nxos, sonic
+from tensorfabric.registry import Registry
 
 __all__ = ["FORMATS", "PARSERS", "detect_format", "parse_deployed", "parse_text"]
 
@@ -51,22 +52,24 @@ def _entry(module: ModuleType) -> _Entry:
 
 
 # Sniffing order matters: specific markers first, the permissive NAME=value format last.
-PARSERS: tuple[_Entry, ...] = tuple(_entry(m) for m in (sonic, nvue, host_script, mlnx_qos, nxos, eos, nccl_env))
-FORMATS: tuple[str, ...] = tuple(entry.format for entry in PARSERS)
+PARSERS: Registry[_Entry] = Registry("format")
+for _module in (sonic, nvue, host_script, mlnx_qos, nxos, eos, nccl_env):
+    PARSERS.register(_module.FORMAT, _entry(_module))
+FORMATS: tuple[str, ...] = PARSERS.names()
 _MAX_BYTES = 64 * 1024 * 1024
 
 
 def detect_format(text: str, source: str = "<input>") -> str:
     """The registry format of ``text``: by extension of ``source`` first, then by content."""
     suffix = Path(source).suffix.lower()
-    by_suffix = [e for e in PARSERS if suffix in e.suffixes]
+    by_suffix = [e for e in PARSERS.values() if suffix in e.suffixes]
     # .conf is too common a suffix to trust on its own.
     if len(by_suffix) == 1 and (by_suffix[0].format != "nccl-env" or by_suffix[0].sniff(text)):
         return by_suffix[0].format
-    for entry in PARSERS:
+    for entry in PARSERS.values():
         if entry.sniff(text):
             return entry.format
-    suffixes = ", ".join(sorted({s for e in PARSERS for s in e.suffixes}))
+    suffixes = ", ".join(sorted({s for e in PARSERS.values() for s in e.suffixes}))
     raise ParseError(
         f"cannot tell the format; name the file with one of {suffixes} or pass one of {', '.join(FORMATS)}",
         source=source, excerpt=text.lstrip()[:60],
@@ -76,10 +79,9 @@ def detect_format(text: str, source: str = "<input>") -> str:
 def parse_text(text: str, *, source: str = "<input>", fmt: str | None = None, device: str | None = None) -> Deployed:
     """Parse ``text`` as ``fmt`` (detected when ``None``)."""
     chosen = fmt or detect_format(text, source)
-    for entry in PARSERS:
-        if entry.format == chosen:
-            return entry.parse(text, source=source, device=device)
-    raise ParseError(f"unknown format {chosen!r}; use one of {', '.join(FORMATS)}", source=source)
+    if chosen not in PARSERS:
+        raise ParseError(f"unknown format {chosen!r}; use one of {', '.join(FORMATS)}", source=source)
+    return PARSERS.get(chosen).parse(text, source=source, device=device)
 
 
 def parse_deployed(path: str | os.PathLike[str], *, fmt: str | None = None, device: str | None = None) -> Deployed:

@@ -27,7 +27,8 @@ from tensorfabric.errors import InputError
 from tensorfabric.fabric.renderers import eos, host, nvue, nxos, sonic
 from tensorfabric.fabric.renderers.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import write_files
+from tensorfabric.registry import Registry
 
 __all__ = ["HOST_RENDERER", "RENDERERS", "Rendered", "render_all", "render_fabric"]
 
@@ -43,8 +44,10 @@ def _entry(module: ModuleType) -> _Renderer:
     return _Renderer(module.TARGET, module.EXTENSION, module.render)
 
 
-RENDERERS: dict[str, _Renderer] = {r.target: r for r in map(_entry, (sonic, nvue, eos, nxos))}
+RENDERERS: Registry[_Renderer] = Registry("NOS")
 """Switch renderers by NOS name."""
+for _module in (sonic, nvue, eos, nxos):
+    RENDERERS.register(_module.TARGET, _entry(_module))
 HOST_RENDERER = _entry(host)
 
 
@@ -62,10 +65,10 @@ def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> l
     plans: list[SwitchPlan | HostPlan] = [*switch_plans(spec), *host_plans(spec, nccl_env_for)]
     for plan in plans:
         if isinstance(plan, SwitchPlan):
-            renderer = RENDERERS.get(plan.nos)
-            if renderer is None:
+            if plan.nos not in RENDERERS:
                 raise InputError(f"switch {plan.name!r}: no renderer for NOS {plan.nos!r}; "
                                  f"known: {', '.join(sorted(RENDERERS))}")
+            renderer = RENDERERS.get(plan.nos)
         else:
             renderer = HOST_RENDERER
         out.append(Rendered(plan.name, renderer.target, f"{plan.name}.{renderer.extension}", renderer.render(plan)))
@@ -76,15 +79,13 @@ def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: 
                ) -> list[Path]:
     """Write one configuration file per device under ``out_dir`` (created if needed); return the paths.
 
-    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched.
+    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched; a
+    write that fails (disk full, read-only directory) raises InputError naming the files written and not written.
     Host scripts are written executable.
     """
     rendered = render_fabric(spec, nccl_env_for)
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {str(target)!r} exists and is not a directory")
-    paths: list[Path] = []
-    for item in rendered:
-        mode = 0o755 if item.target == HOST_RENDERER.target else 0o644
-        paths.append(atomic_write_text(target / item.filename, item.text, mode=mode))
-    return paths
+    return write_files((target / item.filename, item.text, 0o755 if item.target == HOST_RENDERER.target else None)
+                       for item in rendered)

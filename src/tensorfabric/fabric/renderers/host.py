@@ -20,10 +20,12 @@ from tensorfabric.fabric.renderers import host_dcb, host_mlx5
 from tensorfabric.fabric.renderers._shell import HOST, name
 from tensorfabric.fabric.renderers._text import GENERATED
 from tensorfabric.fabric.renderers.plan import HostPlan, NicPlan
+from tensorfabric.registry import Registry
 
 __all__ = ["ENV_PROFILE", "EXTENSION", "NCCL_CONF", "NIC_DIALECTS", "TARGET", "render"]
 
-NIC_DIALECTS: dict[str, Callable[[str, NicPlan], list[str]]] = dict.fromkeys(host_mlx5.VENDORS, host_mlx5.render_nic)
+NIC_DIALECTS: Registry[Callable[[str, NicPlan], list[str]]] = Registry(
+    "NIC vendor", dict.fromkeys(host_mlx5.VENDORS, host_mlx5.render_nic))
 """NIC commands by vendor; any other vendor gets the generic iproute2 ``dcb`` dialect."""
 
 TARGET = "host"
@@ -45,7 +47,8 @@ def _env_line(name: str, value: str, *, export: bool = False) -> str:
 
 
 def _nic_lines(host: str, nic: NicPlan) -> list[str]:
-    dialect = NIC_DIALECTS.get(nic.vendor.lower(), host_dcb.render_nic)
+    vendor = nic.vendor.lower()
+    dialect = NIC_DIALECTS.get(vendor) if vendor in NIC_DIALECTS else host_dcb.render_nic
     return dialect(host, nic)
 
 

@@ -15,6 +15,7 @@ from tensorfabric.host.gid_capture import CapturedPort
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.records import HostInventory, HostName, RdmaPort
+from tensorfabric.registry import Registry
 
 __all__ = ["CHECKS", "Check", "DoctorContext", "register"]
 
@@ -57,13 +58,8 @@ class DoctorContext:
 
 
 Check = Callable[[DoctorContext], Iterable[Finding]]
-CHECKS: dict[str, Check] = {}
+CHECKS: Registry[Check] = Registry("doctor check")
 
 
 def register(name: str) -> Callable[[Check], Check]:
-    def decorate(fn: Check) -> Check:
-        if name in CHECKS:
-            raise ValueError(f"check {name!r} registered twice")
-        CHECKS[name] = fn
-        return fn
-    return decorate
+    return CHECKS.register(name)

@@ -1,19 +1,26 @@
 """Detectors, one module each: pure functions from a Window of samples to Alerts.
 
-The registry maps a detector name to its module; ``load`` imports them. Adding a detector is a module with a
-``DETECTOR`` record and one line here.
+The registry maps a detector name to its module's ``DETECTOR`` record, imported on first use. Adding a detector is
+a module with a ``DETECTOR`` record and one line here.
 """
 
 from __future__ import annotations
 
-import importlib
+from typing import Any
 
-from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
 
 __all__ = ["DETECTORS", "Detector", "Thresholds", "load"]
 
-DETECTORS: dict[str, str] = {
+
+def _check(name: str, detector: Any) -> Detector:
+    assert isinstance(detector, Detector) and detector.name == name, f"detector {name!r} registers {detector!r}"
+    return detector
+
+
+# name -> module holding its DETECTOR record
+_MODULES: dict[str, str] = {
     "pause-storm": "tensorfabric.telemetry.detectors.pause_storm",
     "pfc-watchdog": "tensorfabric.telemetry.detectors.watchdog",
     "continuous-pause": "tensorfabric.telemetry.detectors.continuous_pause",
@@ -25,16 +32,10 @@ DETECTORS: dict[str, str] = {
     "capacity-trend": "tensorfabric.telemetry.detectors.capacity",
     "link-health": "tensorfabric.telemetry.detectors.link_health",
 }
+DETECTORS: Registry[Detector] = Registry("detector", check=_check,
+                                         lazy={name: f"{module}:DETECTOR" for name, module in _MODULES.items()})
 
 
 def load(names: tuple[str, ...] = ()) -> list[Detector]:
-    """The named detectors (all of them when ``names`` is empty)."""
-    unknown = [n for n in names if n not in DETECTORS]
-    if unknown:
-        raise InputError(f"detector {unknown[0]!r} is not one of {', '.join(DETECTORS)}")
-    found: list[Detector] = []
-    for name in names or tuple(DETECTORS):
-        detector = importlib.import_module(DETECTORS[name]).DETECTOR
-        assert isinstance(detector, Detector) and detector.name == name, f"{DETECTORS[name]} registers {name!r}"
-        found.append(detector)
-    return found
+    """The named detectors (all of them when ``names`` is empty); InputError for an unknown name."""
+    return [DETECTORS.get(name) for name in names or DETECTORS.names()]

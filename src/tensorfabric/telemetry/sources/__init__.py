@@ -6,15 +6,15 @@ dependency (redis) only matters to the source that needs it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 from tensorfabric.telemetry.sources.base import Reading, Source, SourceContext
 
 __all__ = ["SOURCES", "Reading", "Source", "SourceContext", "open_source"]
 
-SOURCES: dict[str, str] = {
+SOURCES: Registry[Callable[[str, SourceContext], Source]] = Registry("source kind", lazy={
     "sysfs": "tensorfabric.telemetry.sources.sysfs:open_source",
     "ethtool": "tensorfabric.telemetry.sources.ethtool:open_live",
     "ethtool-file": "tensorfabric.telemetry.sources.ethtool:open_file",
@@ -24,15 +24,13 @@ SOURCES: dict[str, str] = {
     "netdev": "tensorfabric.telemetry.sources.netdev:open_source",
     "lab": "tensorfabric.telemetry.sources.lab:open_source",
     "replay": "tensorfabric.telemetry.sources.replay:open_source",
-}
+})
 
 
 def open_source(spec: str, ctx: SourceContext) -> Source:
     """Build a source from ``KIND:ARG`` (``rdma:`` and ``netdev:`` take an empty ARG)."""
     kind, sep, arg = spec.partition(":")
     if not sep or kind not in SOURCES:
-        raise InputError(f"--source {spec!r}: expected KIND:ARG with KIND one of {', '.join(sorted(SOURCES))} "
+        raise InputError(f"--source {spec!r}: expected KIND:ARG with KIND one of {', '.join(SOURCES.names())} "
                          "(e.g. sysfs:/sys, ethtool:eth0, replay:trace.jsonl)")
-    module_name, attr = SOURCES[kind].split(":")
-    factory: Callable[[str, SourceContext], Source] = getattr(importlib.import_module(module_name), attr)
-    return factory(arg, ctx)
+    return SOURCES.get(kind)(arg, ctx)

@@ -19,37 +19,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tensorfabric.errors import InputError
+from tensorfabric.registry import Registry
 from tensorfabric.transfer.codecs.base import BlockCodec
 
 __all__ = ["BlockCodec", "CODECS", "codec_names", "get_codec", "register"]
 
-CODECS: dict[str, Callable[[int], BlockCodec]] = {}
-
-
-def register(name: str, factory: Callable[[int], BlockCodec]) -> None:
-    if name in CODECS:
-        raise ValueError(f"codec {name!r} registered twice")
-    CODECS[name] = factory
+# Importing a codec module registers it; done on first lookup so that `import tensorfabric.transfer` stays cheap.
+CODECS: Registry[Callable[[int], BlockCodec]] = Registry(
+    "codec", modules=tuple(f"{__name__}.{m}" for m in ("fp8", "int4", "int8", "none")))
+register = CODECS.register
 
 
 def codec_names() -> list[str]:
-    _load()
-    return sorted(CODECS)
+    return sorted(CODECS.names())
 
 
 def get_codec(name: str, block: int = 64) -> BlockCodec:
     """The codec called ``name`` (``int8``, ``int4``, ``fp8``, ``none``) with ``block`` elements per scale."""
-    _load()
     factory = CODECS.get(name)
-    if factory is None:
-        raise InputError(f"codec: {name!r} is not one of {', '.join(sorted(CODECS))}")
     if isinstance(block, bool) or not isinstance(block, int) or block < 2 or block % 2:
         raise InputError(f"codec block: {block!r} must be an even integer >= 2 such as 32, 64 or 128")
     return factory(block)
-
-
-def _load() -> None:
-    # Importing a codec module registers it; done lazily so that `import tensorfabric.transfer` stays cheap.
-    if CODECS:
-        return
-    from tensorfabric.transfer.codecs import fp8, int4, int8, none  # noqa: F401

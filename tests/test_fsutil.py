@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tensorfabric.errors import InputError
+from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text, current_umask, write_files
+
+
+@pytest.fixture()
+def umask() -> Iterator[None]:
+    old = os.umask(0o027)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_files_honour_the_umask(tmp_path: Path, umask: None) -> None:
+    assert current_umask() == 0o027
+    assert _mode(atomic_write_text(tmp_path / "a.yaml", "x")) == 0o640
+    assert _mode(atomic_write_text(tmp_path / "h1.sh", "#!/bin/sh\n", mode=0o755)) == 0o750
+    os.umask(0o002)
+    assert _mode(atomic_write_text(tmp_path / "b.json", "{}")) == 0o664
+
+
+def test_plots_and_rendered_configs_honour_the_umask(tmp_path: Path, umask: None) -> None:
+    from tensorfabric.cli.main import main
+
+    spec = Path(__file__).resolve().parents[1] / "examples" / "fabric.yaml"
+    assert main(["fabric", "render", "--fabric", str(spec), "--out", str(tmp_path / "out")]) == 0
+    modes = {p.suffix: _mode(p) for p in (tmp_path / "out").iterdir()}
+    assert modes[".json"] == 0o640 and modes[".sh"] == 0o750
+
+
+def test_a_killed_writers_temp_file_is_cleaned_by_the_next_write(tmp_path: Path) -> None:
+    target = tmp_path / "spec.yaml"
+    # A writer that dies between creating its temporary file and the rename (SIGKILL cannot be handled).
+    code = ("import os, tempfile; fd, _ = tempfile.mkstemp(prefix=f'.spec.yaml.{os.getpid()}.', suffix='.tmp', "
+            f"dir={str(tmp_path)!r}); os.write(fd, b'half'); os.kill(os.getpid(), 9)")
+    subprocess.run([sys.executable, "-c", code], check=False, timeout=60)
+    assert len(list(tmp_path.glob(".spec.yaml.*.tmp"))) == 1
+    live = tmp_path / f".spec.yaml.{os.getpid()}.busy.tmp"  # this process is alive: its temp file stays
+    live.write_bytes(b"")
+    atomic_write_bytes(target, b"whole")
+    assert target.read_bytes() == b"whole"
+    assert sorted(p.name for p in tmp_path.glob(".spec.yaml.*.tmp")) == [live.name]
+
+
+def test_write_files_says_what_was_and_was_not_written(tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    items = [(tmp_path / "a.txt", "a", None), (tmp_path / "blocker" / "b.txt", "b", None),
+             (tmp_path / "c.txt", "c", None)]
+    with pytest.raises(InputError) as caught:
+        write_files(items)
+    message = str(caught.value)
+    assert f"written: {tmp_path / 'a.txt'}" in message
+    assert f"not written: {tmp_path / 'blocker' / 'b.txt'}, {tmp_path / 'c.txt'}" in message
+    assert (tmp_path / "a.txt").read_text() == "a" and not (tmp_path / "c.txt").exists()
