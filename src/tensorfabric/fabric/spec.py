@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from tensorfabric import topology
 from tensorfabric.fabric.headroom import ASICS, AsicBuffer, asic_named
 from tensorfabric.fabric.spec_qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
-from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed
+from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed, Text, check_text
 
 __all__ = [
     "NOS_NAMES",
@@ -100,7 +100,7 @@ class AsicSpec(SpecModel):
 
 
 class SwitchPortSpec(SpecModel):
-    name: str = Field(min_length=1)
+    name: Text = Field(min_length=1)
     speed_bps: Speed | None = Field(default=None, alias="speed")
     mtu: Mtu | None = None
     cable_length_m: Length | None = Field(default=None, alias="cable_length")
@@ -151,8 +151,8 @@ class SwitchSpec(SpecModel):
 class NicSpec(SpecModel):
     netdev: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
     rdma_device: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
-    vendor: str = "nvidia"
-    model: str = ""
+    vendor: Text = "nvidia"
+    model: Text = ""
     speed_bps: Speed | None = Field(default=None, alias="speed")
     mtu: Mtu | None = None
     cable_length_m: Length | None = Field(default=None, alias="cable_length")
@@ -181,6 +181,7 @@ class LinkSpec(SpecModel):
     @field_validator("a", "b")
     @classmethod
     def _endpoint(cls, value: str) -> str:
+        check_text(value)
         device, sep, port = value.partition(":")
         if not sep or not device or not port:
             raise ValueError("must be 'device:port', e.g. 'leaf1:Ethernet0' or 'h1:eth2'")
@@ -194,7 +195,7 @@ class LinkSpec(SpecModel):
 class FabricSpec(SpecModel):
     """A whole fabric; construction checks names are unique and links name known ports."""
 
-    name: str = "fabric"
+    name: Text = "fabric"
     qos: QosPlan = QosPlan()
     switches: tuple[SwitchSpec, ...] = ()
     hosts: tuple[HostSpec, ...] = ()

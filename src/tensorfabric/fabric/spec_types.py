@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from tensorfabric import units
 
-__all__ = ["Dscp", "Length", "Mtu", "Percent", "Priority", "Size", "Speed", "SpecModel", "UNIT_PREFIX"]
+__all__ = ["Dscp", "Length", "Mtu", "Percent", "Priority", "Size", "Speed", "SpecModel", "Text", "UNIT_PREFIX",
+           "check_text"]
 
 # Unit parsers are called with what="value" so the loader can swap the prefix for the field path.
 UNIT_PREFIX = "value: "
@@ -59,6 +60,16 @@ def _length_text(metres: float) -> str:
     return f"{int(metres)}m" if float(metres).is_integer() else f"{metres!r}m"
 
 
+def check_text(value: str) -> str:
+    """Free text (vendor, model, names) reaches rendered files and comments: one printable line only."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"holds a newline or control character ({bad!r}); use one line of printable text")
+    if len(value) > 255:
+        raise ValueError("is longer than 255 characters")
+    return value
+
+
 def _unit_schema(description: str, example: str) -> WithJsonSchema:
     return WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}], "description": description,
                            "examples": [example]})
@@ -69,6 +80,7 @@ Speed = Annotated[float, BeforeValidator(_speed), PlainSerializer(_speed_text, r
 Length = Annotated[float, BeforeValidator(_length), PlainSerializer(_length_text, return_type=str),
                    _unit_schema("cable length with a unit (m, cm, km); a bare number is refused", "5m")]
 Size = Annotated[int, BeforeValidator(_size), _unit_schema("bytes, or with a unit (KB = 1000, KiB = 1024)", "150KB")]
+Text = Annotated[str, AfterValidator(check_text)]
 Dscp = Annotated[int, Field(ge=0, le=63)]
 Priority = Annotated[int, Field(ge=0, le=7)]
 Percent = Annotated[int, Field(ge=0, le=100)]

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.renderers._escape import json_text
 from tensorfabric.fabric.renderers._text import metres, number, speed_label
 from tensorfabric.fabric.renderers.plan import SwitchPlan
 
@@ -44,9 +45,10 @@ def _wred(profile: EcnProfile) -> dict[str, str]:
 
 def render(plan: SwitchPlan) -> str:
     lossless = plan.lossless
-    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": plan.name}}}
-    db["PORT"] = {p.name: {"speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
-                           "description": p.peer} for p in plan.ports}
+    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": json_text(plan.name, "switches name")}}}
+    db["PORT"] = {json_text(p.name, f"switches[{plan.name}].ports"): {
+        "speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
+        "description": json_text(p.peer, "link peer")} for p in plan.ports}
     if plan.trust == "dscp":
         db["DSCP_TO_TC_MAP"] = {_MAP: _ints({d: plan.dscp_to_priority.get(d, 0) for d in range(64)})}
     else:
