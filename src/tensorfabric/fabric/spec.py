@@ -144,8 +144,12 @@ class SwitchSpec(SpecModel):
     def effective_tier(self) -> int:
         return self.tier if self.tier is not None else _ROLE_TIER[self.role]
 
+    @cached_property
+    def _port_index(self) -> dict[str, SwitchPortSpec]:
+        return {p.name: p for p in self.ports}
+
     def port(self, name: str) -> SwitchPortSpec | None:
-        return next((p for p in self.ports if p.name == name), None)
+        return self._port_index.get(name)
 
 
 class NicSpec(SpecModel):
@@ -166,8 +170,12 @@ class HostSpec(SpecModel):
     nccl: NcclPlan | None = None
     """Per-host NCCL settings when they differ from the plan's."""
 
+    @cached_property
+    def _nic_index(self) -> dict[str, NicSpec]:
+        return {n.netdev: n for n in self.nics}
+
     def nic(self, netdev: str) -> NicSpec | None:
-        return next((n for n in self.nics if n.netdev == netdev), None)
+        return self._nic_index.get(netdev)
 
 
 class LinkSpec(SpecModel):
@@ -263,6 +271,19 @@ class FabricSpec(SpecModel):
             index.setdefault(link.b, link)
         return index
 
+    @cached_property
+    def _cabled_ports(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for link in self.links:
+            for end in (link.a, link.b):
+                device, _, port = end.partition(":")
+                out.setdefault(device, []).append(port)
+        return out
+
+    def cabled_ports(self, device: str) -> list[str]:
+        """Port names of ``device`` that links use, in link order."""
+        return list(self._cabled_ports.get(device, ()))
+
     def switch(self, name: str) -> SwitchSpec | None:
         return self._switch_index.get(name)
 
@@ -328,6 +349,11 @@ class FabricSpec(SpecModel):
 
     # -- conversions -------------------------------------------------------------------------------------------
     def to_topology(self) -> topology.Fabric:
+        """The fabric as :mod:`tensorfabric.topology` sees it; built once per (frozen) spec."""
+        return self._topology
+
+    @cached_property
+    def _topology(self) -> topology.Fabric:
         hosts = tuple(
             topology.Host(h.name, tuple(
                 topology.Nic(n.netdev, self.port_speed(f"{h.name}:{n.netdev}") or self._cabled_speed(h.name, n.netdev),

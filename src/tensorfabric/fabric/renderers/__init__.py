@@ -27,7 +27,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.fabric.renderers import eos, host, nvue, nxos, sonic
 from tensorfabric.fabric.renderers.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_many
 
 __all__ = ["HOST_RENDERER", "RENDERERS", "Rendered", "render_all", "render_fabric"]
 
@@ -83,8 +83,5 @@ def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: 
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {str(target)!r} exists and is not a directory")
-    paths: list[Path] = []
-    for item in rendered:
-        mode = 0o755 if item.target == HOST_RENDERER.target else 0o644
-        paths.append(atomic_write_text(target / item.filename, item.text, mode=mode))
-    return paths
+    return atomic_write_many([(target / item.filename, item.text.encode("utf-8"),
+                               0o755 if item.target == HOST_RENDERER.target else 0o644) for item in rendered])

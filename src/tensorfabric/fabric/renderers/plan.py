@@ -115,11 +115,11 @@ def _watchdog(plan: WatchdogPlan) -> Watchdog:
 
 def _switch_ports(spec: FabricSpec, sw: SwitchSpec) -> list[str]:
     names = [p.name for p in sw.ports]
-    for link in spec.links:
-        for end in (link.a, link.b):
-            device, _, port = end.partition(":")
-            if device == sw.name and port not in names:
-                names.append(port)
+    declared = set(names)
+    for port in spec.cabled_ports(sw.name):
+        if port not in declared:
+            declared.add(port)
+            names.append(port)
     return names
 
 
