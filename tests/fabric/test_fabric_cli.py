@@ -74,7 +74,9 @@ def test_headroom_per_port_of_a_spec(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize("args", [
     ["--speed", "400Q", "--cable", "5m"], ["--speed", "400G", "--cable", "-5m"],
     ["--speed", "400G", "--cable", "5m", "--model", "x"], ["--speed", "400G"],
-    ["--speed", "400G", "--cable", "5m", "--asic", "tomahawk"],
+    ["--speed", "400G", "--cable", "5m", "--asic", "jericho2"],
+    ["--speed", "100G", "--cable", "5m", "--asic", "tomahawk", "--model", "sonic"],  # the Lua is Mellanox's
+    ["--speed", "400G", "--cable", "5m", "--asic", "tomahawk"],  # not calibrated at 400G
 ])
 def test_headroom_bad_input(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     code, _, err = _run(capsys, "fabric", "headroom", *args)

@@ -56,10 +56,11 @@ def test_sonic_spectrum1_small_cell_by_hand() -> None:
 
 
 def test_sonic_eight_lanes_and_shared_pool() -> None:
-    # 8-lane ports: pipeline = 2*19 456 - 1024 = 37 888 -> xon 37 888; size = xoff + xon + port_mtu.
+    # 8-lane ports: pipeline = 2*19 456 - 1024 = 37 888 -> xon 37 888; size = ceil_1024(xoff + xon + port_mtu),
+    # the Lua's last rounding.
     r = compute_headroom(800e9, 5, 9100, "sonic", "spectrum4", eight_lanes=True)
     assert r.xon_bytes == 37_888
-    assert r.size_bytes == r.xoff_bytes + 37_888 + 9100
+    assert r.size_bytes == -(-(r.xoff_bytes + 37_888 + 9100) // 1024) * 1024
     # With a shared headroom pool the PG reserves only xon.
     shp = compute_headroom(400e9, 5, 9100, "sonic", "spectrum4", shared_headroom_pool=True)
     assert shp.size_bytes == shp.xon_bytes == 19_456

@@ -16,8 +16,9 @@ from tensorfabric.findings import exit_code_for
 
 __all__ = ["cli"]
 
-_MODELS = ("sonic", "mlx5-nic", "ieee")
+_MODELS = ("vendor", "sonic", "mlx5-nic", "ieee")
 _ASICS = ("spectrum1", "spectrum2", "spectrum3", "spectrum4", "spectrum5", "spectrum6")
+_HEADROOM_ASICS = (*_ASICS, "trident2", "trident3", "tomahawk", "tomahawk2", "tomahawk3")
 _NOS = ("sonic", "cumulus", "eos", "nxos")
 
 
@@ -64,33 +65,60 @@ def schema_cmd() -> int:
 @click.option("--speed", type=RATE, default=None, help="Link speed, e.g. 400G.")
 @click.option("--cable", type=LENGTH, default=None, help="Cable length, e.g. 5m.")
 @click.option("--mtu", type=click.IntRange(68, 65536), default=9100, show_default=True, help="Port MTU in bytes.")
-@click.option("--model", type=click.Choice(_MODELS), default="sonic", show_default=True)
-@click.option("--asic", type=click.Choice(_ASICS), default="spectrum4", show_default=True,
-              help="Switch ASIC constants (sonic model).")
+@click.option("--model", type=click.Choice(_MODELS), default="vendor", show_default=True,
+              help="vendor: preset calibrated on the ASIC vendor's tables; sonic: SONiC's dynamic (Lua) formula.")
+@click.option("--asic", type=click.Choice(_HEADROOM_ASICS), default="spectrum4", show_default=True,
+              help="Switch ASIC family (vendor and sonic models; sonic knows Spectrum only).")
+@click.option("--table", "table_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Table mode: answer from this SONiC pg_profile_lookup.ini, exactly.")
+@click.option("--shared-headroom-pool/--no-shared-headroom-pool", "shp", default=False, show_default=True,
+              help="Spectrum with a shared headroom pool: size = xon (vendor and sonic models).")
+@click.option("--lossless-mtu", type=click.IntRange(64, 65536), default=1024, show_default=True,
+              help="sonic: LOSSLESS_TRAFFIC_PATTERN mtu.")
+@click.option("--small-packet-pct", type=click.IntRange(0, 100), default=100, show_default=True,
+              help="sonic: share of small packets in the cell-occupancy worst case.")
+@click.option("--lanes", type=click.IntRange(1, 8), default=None,
+              help="sonic: SerDes lanes of the port (8 lanes double xon); default from the ASIC's lane rate.")
 @click.option("--medium", type=click.Choice(("copper", "fiber")), default="fiber", show_default=True,
               help="Cable medium (ieee model).")
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Instead of one link: every cabled port of this spec, with the model its device uses.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output.")
 @click.option("--explain", is_flag=True, help="Show every term of the sum.")
-def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, medium: str,
+def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, table_path: Path | None,
+                 shp: bool, lossless_mtu: int, small_packet_pct: int, lanes: int | None, medium: str,
                  spec_path: Path | None, as_json: bool, explain: bool) -> int:
     """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
-    from tensorfabric.fabric.headroom import compute_headroom
+    from tensorfabric.fabric.headroom import compute_headroom, default_lanes, headroom_from_table
 
     if spec_path is not None:
         return _spec_headroom(spec_path, as_json)
     if speed is None or cable is None:
         raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --spec FILE")
-    options = {"medium": medium} if model == "ieee" else {}
-    result = compute_headroom(speed, cable, mtu, model, asic, **options)
+    if table_path is not None:
+        from tensorfabric.fabric.headroom_table import load_table
+
+        result = headroom_from_table(load_table(table_path), speed, cable, mtu)
+        label = f"table {table_path}"
+    else:
+        options: dict[str, Any] = {}
+        if model == "ieee":
+            options = {"medium": medium}
+        elif model == "vendor":
+            options = {"shared_headroom_pool": shp}
+        elif model == "sonic":
+            eight = (lanes if lanes is not None else default_lanes(asic, speed)) == 8
+            options = {"shared_headroom_pool": shp, "lossless_mtu": lossless_mtu,
+                       "small_packet_pct": small_packet_pct, "eight_lanes": eight}
+        result = compute_headroom(speed, cable, mtu, model, asic, **options)
+        label = f"{result.model} model" + (f", {asic}" if model == "sonic" else "")
     if as_json:
         emit_json(result.to_dict())
         return 0
     con = console()
-    con.print(f"{model} model, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}"
-              + (f", {asic}" if model == "sonic" else ""))
-    con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B")
+    con.print(f"{label}, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}")
+    extra = "" if result.xon_offset_bytes is None else f"   xon_offset {result.xon_offset_bytes} B"
+    con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B{extra}")
     if explain:
         from rich.table import Table
 

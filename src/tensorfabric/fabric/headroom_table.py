@@ -127,8 +127,12 @@ def load_table(path: str | os.PathLike[str]) -> HeadroomTable:
     return parse_table(text, source=str(target))
 
 
-def lookup(table: HeadroomTable, speed_bps: float, cable_m: float) -> TableRow:
-    """The row for exactly this speed and cable length, as SONiC's buffer manager would pick it."""
+def lookup(table: HeadroomTable, speed_bps: float, cable_m: float, *, round_up: bool = False) -> TableRow:
+    """The row for exactly this speed and cable length, as SONiC's buffer manager would pick it.
+
+    ``round_up``: the row of the shortest listed cable at least ``cable_m`` long -- what an operator configures
+    for a cable between two rows (a 3 m cable as ``5m``); a longer row always holds more headroom.
+    """
     speed_mbps = round(speed_bps / 1e6)
     if abs(speed_mbps * 1e6 - speed_bps) > 0.5:
         raise InputError(f"speed: {format_rate(speed_bps)} is not a whole number of Mb/s; the table is keyed by Mb/s")
@@ -137,8 +141,9 @@ def lookup(table: HeadroomTable, speed_bps: float, cable_m: float) -> TableRow:
         listed = ", ".join(format_rate(s * 1e6).replace("bit/s", "") for s in speeds)
         raise InputError(f"speed: {format_rate(speed_bps)} is not in {table.source} (it lists {listed}); "
                          "the table answers only what it holds")
-    for row in table.rows:
-        if row.speed_mbps == speed_mbps and abs(row.cable_m - cable_m) < 1e-9:
+    rows = sorted((r for r in table.rows if r.speed_mbps == speed_mbps), key=lambda r: r.cable_m)
+    for row in rows:
+        if abs(row.cable_m - cable_m) < 1e-9 or (round_up and row.cable_m > cable_m):
             return row
     raise InputError(f"cable: {cable_m:g}m is not in {table.source} for {format_rate(speed_bps)} (it lists "
                      f"{', '.join(table.cables(speed_mbps))}); configure the cable length the table has, or use a "
