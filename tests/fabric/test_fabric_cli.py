@@ -64,7 +64,7 @@ def test_headroom_per_port_of_a_spec(capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = _run(capsys, "fabric", "headroom", "--spec", str(SPECS / "reference.yaml"), "--json")
     rows = {r["port"]: r for r in json.loads(out)["ports"]}
     assert code == 0 and len(rows) == 16
-    assert rows["leaf1:Ethernet0"]["model"] == "sonic" and rows["h1:eth0"]["model"] == "mlx5-nic"
+    assert rows["leaf1:Ethernet0"]["model"] == "vendor:spectrum4" and rows["h1:eth0"]["model"] == "mlx5-nic"
     assert rows["leaf2:swp3"]["cable_m"] == 100 and rows["leaf2:swp3"]["xoff_bytes"] >= rows["leaf2:swp1"]["xoff_bytes"]
     assert all(r["xoff_bytes"] == r["needed_xoff_bytes"] for r in rows.values())
     code, out, _ = _run(capsys, "fabric", "headroom", "--spec", str(SPECS / "reference.yaml"))

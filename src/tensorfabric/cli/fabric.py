@@ -153,7 +153,7 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
         return 0
     table = Table(title=f"headroom per port: {spec.name}")
     for col in ("port", "model", "speed", "cable", "mtu", "xoff", "xon", "size"):
-        table.add_column(col, justify="left" if col in ("port", "model") else "right")
+        table.add_column(col, justify="left" if col in ("port", "model") else "right", no_wrap=col == "port")
     for end, r, _ in ports:
         table.add_row(end, r.model, f"{r.speed_bps / 1e9:g}G", f"{r.cable_m:g}m", str(r.mtu), str(r.xoff_bytes),
                       str(r.xon_bytes), str(r.size_bytes))

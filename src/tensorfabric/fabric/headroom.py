@@ -41,6 +41,7 @@ __all__ = [
     "asic_named",
     "default_lanes",
     "headroom_from_table",
+    "least_switch_headroom",
     "compute_headroom",
     "headroom_for_link",
     "headroom_for_port",
@@ -347,6 +348,23 @@ def headroom_from_table(table: HeadroomTable, speed_bps: float, cable_m: float, 
              HeadroomTerm("size", row.size, "bytes", where))
     return HeadroomResult("table", speed_bps, cable_m, mtu, row.xoff, row.xon, row.size, terms, row.xon_offset,
                           row.threshold)
+
+
+def least_switch_headroom(speed_bps: float, cable_m: float, mtu: int) -> HeadroomResult:
+    """The smallest headroom any known switch ASIC needs here: for a deployed config whose ASIC is unknown, only
+    what no ASIC could get away with is too small. Each ASIC counts with its vendor preset where one is calibrated
+    for this speed and cable, else with the SONiC (Lua) formula (Spectrum-5/6)."""
+    from tensorfabric.fabric.headroom_presets import PRESETS
+
+    candidates: list[HeadroomResult] = []
+    for name in PRESETS:
+        try:
+            candidates.append(compute_headroom(speed_bps, cable_m, mtu, "vendor", name))
+        except InputError:
+            continue  # not calibrated for this speed or cable
+    candidates += [compute_headroom(speed_bps, cable_m, mtu, "sonic", name) for name in ASICS
+                   if name not in PRESETS]
+    return min(candidates, key=lambda r: r.xoff_bytes)
 
 
 # NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
