@@ -141,3 +141,40 @@ def test_table_parser_on_a_10mb_line() -> None:
         parse_table("1" * 10_000_000)
     with pytest.raises(ParseError):
         parse_table("100000 5m " + "9" * 3_000_000 + " 1 1 0")
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+    assert main(["fabric", "headroom", *args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_sonic_model_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--model", "sonic", "--speed", "400G", "--cable", "5m"]
+    plain = _json(capsys, *base, "--asic", "spectrum4")
+    assert (plain["xoff_bytes"], plain["xon_bytes"], plain["size_bytes"]) == (211_968, 19_456, 231_424)
+    # 400G on Spectrum-3 runs on 8 x 50G lanes: xon doubles (as SN4700's table has it); --lanes 4 overrides.
+    sp3 = _json(capsys, *base, "--asic", "spectrum3")
+    assert sp3["xon_bytes"] == 37_888
+    assert _json(capsys, *base, "--asic", "spectrum3", "--lanes", "4")["xon_bytes"] == 19_456
+    assert _json(capsys, *base, "--asic", "spectrum4", "--lanes", "8")["xon_bytes"] == 37_888
+    shp = _json(capsys, *base, "--asic", "spectrum4", "--shared-headroom-pool")
+    assert shp["size_bytes"] == shp["xon_bytes"] == 19_456
+    # Fewer small packets -> less cell inflation; a bigger lossless MTU adds to xoff.
+    fewer = _json(capsys, *base, "--asic", "spectrum4", "--small-packet-pct", "0")
+    bigger = _json(capsys, *base, "--asic", "spectrum4", "--lossless-mtu", "4096")
+    assert int(fewer["xoff_bytes"]) < 211_968 < int(bigger["xoff_bytes"])  # type: ignore[call-overload]
+    # Spectrum-6's lane rate is not in our sources: a 400G port needs --lanes.
+    assert main(["fabric", "headroom", *base, "--asic", "spectrum6"]) == 2
+    assert "give --lanes 4 or 8" in capsys.readouterr().err
+
+
+def test_vendor_is_the_default_model_and_shp_flag_selects_its_calibration(capsys: pytest.CaptureFixture[str]) -> None:
+    plain = _json(capsys, "--speed", "800G", "--cable", "40m")
+    assert plain["model"] == "vendor:spectrum4" and plain["xoff_bytes"] >= 362_496  # SN5600 800G 40m row
+    shp = _json(capsys, "--speed", "800G", "--cable", "40m", "--shared-headroom-pool")
+    assert shp["model"] == "vendor:spectrum4-shp" and shp["size_bytes"] == shp["xon_bytes"] == 38_912
+    assert main(["fabric", "headroom", "--speed", "100G", "--cable", "5m", "--asic", "tomahawk",
+                 "--shared-headroom-pool"]) == 2
+    assert "has no shared-headroom-pool preset" in capsys.readouterr().err

@@ -33,7 +33,7 @@ def cli() -> None:
 @click.option("--hosts-per-leaf", type=click.IntRange(1, 512), default=4, show_default=True)
 @click.option("--speed", type=RATE, default="400G", show_default=True, help="Port speed, e.g. 100G, 400G.")
 @click.option("--nos", type=click.Choice(_NOS), default="sonic", show_default=True)
-@click.option("--asic", type=click.Choice(_ASICS), default="spectrum4", show_default=True)
+@click.option("--asic", type=click.Choice(_HEADROOM_ASICS), default="spectrum4", show_default=True)
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the spec here (atomically) instead of stdout.")
 def init_cmd(leaves: int, spines: int, hosts_per_leaf: int, speed: float, nos: str, asic: str,
