@@ -144,7 +144,8 @@ def preset_headroom(preset: AsicPreset, speed_bps: float, cable_m: float, mtu: i
                          "use the switch's pg_profile_lookup.ini with --table")
     if cable_m > preset.max_cable_m:
         raise InputError(f"cable: {cable_m:g}m is beyond {preset.name}'s calibrated {preset.max_cable_m:g}m (the "
-                         "vendor table stops growing there); use the switch's pg_profile_lookup.ini with --table")
+                         "longest cable of the vendor rows it was fitted on); use the switch's pg_profile_lookup.ini "
+                         "with --table")
     on_cable = preset.per_gbps_m * gbps * cable_m
     extra = 2 * max(0, mtu - CALIBRATION_MTU)
     raw = preset.fixed[gbps] + on_cable + extra

@@ -99,6 +99,9 @@ def validate(data: Any, *, source: str = "<spec>", text: str | None = None, base
         return FabricSpec.model_validate(data, context={"base_dir": base_dir or Path.cwd()})
     except ValidationError as exc:
         errors = exc.errors()
+        # A list whose only item failed also reports "too short" for the list itself: noise next to the real cause.
+        errors = [e for e in errors if not (e["type"] == "too_short" and any(
+            o is not e and tuple(o["loc"][:len(e["loc"])]) == tuple(e["loc"]) for o in errors))] or errors
         messages = [_message(e) for e in errors[:_MAX_REPORTED]]
         more = len(errors) - _MAX_REPORTED
         message = "; ".join(messages) + (f"; and {more} more" if more > 0 else "")
