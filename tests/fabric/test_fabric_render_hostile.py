@@ -55,6 +55,14 @@ def _rename_port(data: dict[str, Any], device: str, old: str, new: str) -> None:
                 link[side] = f"{device}:{new}"
 
 
+def _rename_device(data: dict[str, Any], old: str, new: str) -> None:
+    for link in data["links"]:
+        for side in ("a", "b"):
+            device, _, port = link[side].partition(":")
+            if device == old:
+                link[side] = f"{new}:{port}"
+
+
 @st.composite
 def _hostile_spec(draw: st.DrawFn) -> dict[str, Any]:
     data = copy.deepcopy(_base())
@@ -71,6 +79,10 @@ def _hostile_spec(draw: st.DrawFn) -> dict[str, Any]:
             old, new = sw["ports"][-1], draw(HOSTILE)
             sw["ports"][-1] = new
             _rename_port(data, sw["name"], old, new)
+    for device in [*data["switches"], *data["hosts"]]:
+        if draw(st.integers(0, 19)) == 0:
+            old, device["name"] = device["name"], draw(HOSTILE)
+            _rename_device(data, old, device["name"])
     for host in data["hosts"]:
         for nic in host["nics"]:
             nic["vendor"] = maybe(nic.get("vendor", "nvidia"))
@@ -251,4 +263,18 @@ def test_the_reference_scripts_run_in_the_sandbox() -> None:
         pytest.skip(reason)
     rendered = _render(copy.deepcopy(_base()))
     assert rendered is not None
+    _run_in_sandbox(*rendered)
+
+
+def test_shell_metacharacters_in_a_vendor_string_stay_inert() -> None:
+    # Printable, so accepted: it lands in a '#' comment of the Broadcom NIC's dcb section and in nothing else.
+    reason = _sandbox_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    data = copy.deepcopy(_base())
+    data["hosts"][2]["nics"][0]["vendor"] = "broadcom $(touch /tmp/tf-pwned) `touch /tmp/tf-pwned`; reboot"
+    rendered = _render(data)
+    assert rendered is not None
+    host = next(i for i in rendered[1] if i.device == "h3")
+    assert "# ens5f0np0 (broadcom $(touch /tmp/tf-pwned)" in host.text
     _run_in_sandbox(*rendered)
