@@ -60,9 +60,8 @@ def _remove_stale_temps(target: Path) -> None:
                 pass
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    target = Path(path)
+def _write_temp(target: Path, data: bytes, mode: int | None, *, fsync: bool) -> str:
+    """The temporary sibling of ``target`` holding ``data``, with its final mode; OS errors name ``target``."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temps(target)
@@ -73,18 +72,34 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int |
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, (0o666 if mode is None else mode) & ~current_umask())
-        os.replace(tmp, target)
     except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink_quietly(tmp)
         if isinstance(exc, OSError):
             raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
+    return tmp
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
+    target = Path(path)
+    tmp = _write_temp(target, data, mode, fsync=True)
+    try:
+        os.replace(tmp, target)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     return target
 
 
@@ -93,18 +108,41 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | No
 
 
 def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int | None]]) -> list[Path]:
-    """Write each ``(path, content, mode)`` atomically, in order; on an OS error say what was and was not written."""
+    """Write each ``(path, content, mode)`` atomically, in order; on an OS error say what was and was not written.
+
+    Every temporary file is written first and one ``os.sync()`` makes them all durable before the renames:
+    thousands of per-file fsyncs (``fabric render`` of a large fabric) cost seconds. A reader sees an old or a
+    new file, never a partial one; the files before a failing one are still written, and the message says so.
+    """
     items = list(files)
-    written: list[Path] = []
-    for index, (path, content, mode) in enumerate(items):
-        data = content.encode("utf-8") if isinstance(content, str) else content
-        try:
-            written.append(atomic_write_bytes(path, data, mode=mode))
-        except OSError as exc:
-            missing = [str(p) for p, _, _ in items[index:]]
-            raise InputError(
-                f"cannot write {str(path)!r}: {exc.strerror or exc}; written: "
-                f"{', '.join(map(str, written)) or 'none'}; not written: {', '.join(missing)}") from exc
+    pending: list[tuple[str, Path]] = []
+    failure: tuple[int, OSError] | None = None
+    try:
+        for index, (path, content, mode) in enumerate(items):
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            target = Path(path)
+            try:
+                pending.append((_write_temp(target, data, mode, fsync=False), target))
+            except OSError as error:
+                failure = (index, error)
+                break
+        os.sync()
+        written: list[Path] = []
+        while pending:
+            tmp, target = pending[0]
+            os.replace(tmp, target)
+            pending.pop(0)
+            written.append(target)
+    except BaseException:
+        for tmp, _ in pending:
+            _unlink_quietly(tmp)
+        raise
+    if failure is not None:
+        index, cause = failure
+        missing = [str(p) for p, _, _ in items[index:]]
+        raise InputError(
+            f"cannot write {str(items[index][0])!r}: {cause.strerror or cause}; written: "
+            f"{', '.join(map(str, written)) or 'none'}; not written: {', '.join(missing)}") from cause
     return written
 
 

@@ -4,9 +4,13 @@ Accepted forms (case-insensitive suffixes, optional space, decimal numbers):
 
 * sizes (bytes): ``8``, ``512B``, ``4KB`` (4000), ``4KiB`` (4096), ``128M``, ``16MiB``, ``1GB``, ``1GiB``.
   A bare ``K``/``M``/``G`` on a size means binary (KiB, MiB, GiB), as nccl-tests' ``-b 8 -e 128M``.
-* rates (bits per second): ``400G``, ``100gbit``, ``25Gbps``, ``1gbit``, ``200mbit``, ``10kbit``, ``9600``.
+* rates (bits per second): ``400G``, ``100gbit``, ``25Gbps``, ``1gbit``, ``200mbit``, ``10kbit``, ``9600bps``.
 * durations (seconds): ``200ms``, ``5us``, ``10ns``, ``1.5s``, ``2m`` is refused (ambiguous) -- use ``2min``.
 * lengths (metres): ``5m``, ``300m``, ``2km``, ``50cm``.
+
+A rate or a length is never guessed: ``400`` (string or number) could be bit/s, Mb/s or Gb/s, ``5`` metres or
+feet, so both refuse a value without a unit and name the accepted forms. Sizes keep bytes and durations seconds
+as their documented base unit.
 
 Every parser raises :class:`~tensorfabric.errors.InputError` naming the value and the accepted form.
 """
@@ -37,11 +41,11 @@ _SIZE_UNITS: dict[str, int] = {
     "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
 }
 _RATE_UNITS: dict[str, float] = {
-    "": 1.0, "bit": 1.0, "bps": 1.0,
+    "bit": 1.0, "bps": 1.0,
     "k": 1e3, "kbit": 1e3, "kbps": 1e3, "kb/s": 1e3,
     "m": 1e6, "mbit": 1e6, "mbps": 1e6, "mb/s": 1e6,
     "g": 1e9, "gbit": 1e9, "gbps": 1e9, "gb/s": 1e9, "gbe": 1e9,
-    "t": 1e12, "tbit": 1e12, "tbps": 1e12,
+    "t": 1e12, "tbit": 1e12, "tbps": 1e12, "tb/s": 1e12, "b/s": 1.0,
 }
 _DURATION_UNITS: dict[str, float] = {
     "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0,
@@ -90,10 +94,21 @@ def parse_size(text: str | int | float, *, what: str = "size", allow_zero: bool 
     return int(nbytes)
 
 
+_RATE_FORMS = "bps, K/M/G/T, optionally followed by bit, bps or b/s"
+_LENGTH_FORMS = "mm, cm, m, km"
+
+
+def _unit_required(text: object, unit: str, what: str, example: str, forms: str) -> None:
+    if unit == "":
+        raise InputError(f"{what}: {text!r} has no unit (a unit is never guessed); use a form such as {example} "
+                         f"(units: {forms})")
+
+
 def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
-    """Parse a link rate such as ``400G``, ``100gbit``, ``200mbit`` into bits per second."""
+    """Parse a link rate such as ``400G``, ``100gbit``, ``200mbit`` into bits per second (a unit is required)."""
     example = "'400G', '100gbit', '25Gbps' or '200mbit'"
     value, unit = _split(text, what, example)
+    _unit_required(text, unit, what, example, _RATE_FORMS)
     bps = value * _lookup(_RATE_UNITS, unit, text, what, example)
     if bps <= 0:
         raise InputError(f"{what}: {text!r} must be a positive rate such as {example}")
@@ -111,10 +126,11 @@ def parse_duration(text: str | int | float, *, what: str = "duration", allow_zer
 
 
 def parse_length(text: str | int | float, *, what: str = "length") -> float:
-    """Parse a cable length such as ``5m``, ``300m`` or ``2km`` into metres (a bare number is metres)."""
+    """Parse a cable length such as ``5m``, ``300m`` or ``2km`` into metres (a unit is required)."""
     example = "'5m', '300m' or '2km'"
     value, unit = _split(text, what, example)
-    metres = value * _lookup(_LENGTH_UNITS | {"": 1.0}, unit, text, what, example)
+    _unit_required(text, unit, what, example, _LENGTH_FORMS)
+    metres = value * _lookup(_LENGTH_UNITS, unit, text, what, example)
     if metres <= 0:
         raise InputError(f"{what}: {text!r} must be a positive length such as {example}")
     return metres

@@ -64,7 +64,7 @@ def test_headroom_per_port_of_a_spec(capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = _run(capsys, "fabric", "headroom", "--fabric", str(SPECS / "reference.yaml"), "--json")
     rows = {r["port"]: r for r in json.loads(out)["ports"]}
     assert code == 0 and len(rows) == 16
-    assert rows["leaf1:Ethernet0"]["model"] == "sonic" and rows["h1:eth0"]["model"] == "mlx5-nic"
+    assert rows["leaf1:Ethernet0"]["model"] == "vendor:spectrum4" and rows["h1:eth0"]["model"] == "mlx5-nic"
     assert rows["leaf2:swp3"]["cable_m"] == 100 and rows["leaf2:swp3"]["xoff_bytes"] >= rows["leaf2:swp1"]["xoff_bytes"]
     assert all(r["xoff_bytes"] == r["needed_xoff_bytes"] for r in rows.values())
     code, out, _ = _run(capsys, "fabric", "headroom", "--fabric", str(SPECS / "reference.yaml"))
@@ -74,7 +74,9 @@ def test_headroom_per_port_of_a_spec(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize("args", [
     ["--speed", "400Q", "--cable", "5m"], ["--speed", "400G", "--cable", "-5m"],
     ["--speed", "400G", "--cable", "5m", "--model", "x"], ["--speed", "400G"],
-    ["--speed", "400G", "--cable", "5m", "--asic", "tomahawk"],
+    ["--speed", "400G", "--cable", "5m", "--asic", "jericho2"],
+    ["--speed", "100G", "--cable", "5m", "--asic", "tomahawk", "--model", "sonic"],  # the Lua is Mellanox's
+    ["--speed", "400G", "--cable", "5m", "--asic", "tomahawk"],  # not calibrated at 400G
 ])
 def test_headroom_bad_input(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     code, _, err = _run(capsys, "fabric", "headroom", *args)
@@ -116,6 +118,11 @@ BAD_SPECS = [
     ("unknown-nos", _bad(REFERENCE, "nos: cumulus", "nos: junos"), "switches[1].nos: 'junos'"),
     ("speed-400Q", _bad(REFERENCE, "b: h4:eth0, cable_length: 5m", "b: h4:eth0, speed: 400Q, cable_length: 5m"),
      "links[3].speed: unknown unit in '400Q'"),
+    ("speed-bare-string", _bad(REFERENCE, "b: h4:eth0, cable_length: 5m", "b: h4:eth0, speed: '400', cable_length: 5m"),
+     "links[3].speed: '400' has no unit (a unit is never guessed); use a form such as '400G'"),
+    ("speed-bare-number", _bad(REFERENCE, "speed: 400G", "speed: 400"), "switches[0].speed: 400 has no unit"),
+    ("cable-bare-number", _bad(REFERENCE, "b: h4:eth0, cable_length: 5m", "b: h4:eth0, cable_length: 5"),
+     "links[3].cable_length: 5 has no unit (a unit is never guessed); use a form such as '5m'"),
     ("negative-cable", _bad(REFERENCE, "b: h4:eth0, cable_length: 5m", "b: h4:eth0, cable_length: -5m"),
      "links[3].cable_length: '-5m' must be a positive length"),
     ("duplicate-switch", _bad(REFERENCE, "name: leaf2", "name: leaf1"), "switches[1].name: 'leaf1' is used twice"),
@@ -135,6 +142,20 @@ def test_bad_spec_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], ver
     assert code == 2 and out == ""
     assert expected in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["headroom", "--speed", "400", "--cable", "5m"], "'400' has no unit (a unit is never guessed); use a form such as "
+                                                      "'400G', '100gbit', '25Gbps' or '200mbit'"),
+    (["headroom", "--speed", "400G", "--cable", "5"], "'5' has no unit (a unit is never guessed); use a form such as "
+                                                      "'5m', '300m' or '2km'"),
+    (["init", "--speed", "100"], "'100' has no unit"),
+])
+def test_unitless_flags_exit_2_with_the_accepted_forms(capsys: pytest.CaptureFixture[str], args: list[str],
+                                                       expected: str) -> None:
+    code, out, err = _run(capsys, "fabric", *args)
+    assert code == 2 and out == ""
+    assert expected in err and err.count("\n") == 1
 
 
 def test_lint_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

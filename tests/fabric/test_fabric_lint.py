@@ -63,6 +63,8 @@ MUTATIONS: list[tuple[str, list[tuple[str, Any]]]] = [
     ("pfcwd.nic-storm-prevention-off", [("hosts.0.nics.0.qos", {"storm_prevention_ms": 0})]),
     ("routing.not-up-down", [("links.+", {"a": "leaf1:Ethernet16", "b": "leaf2:swp5", "cable_length": "10m"})]),
     ("dcbx.ownership", [("hosts.0.nics.0.qos", {"dcbx": {"owner": "os", "willing": True}})]),
+    ("speed.mismatch", [("hosts.0.nics.0.speed", "100G")]),
+    ("speed.mismatch", [("links.0.speed", "200G")]),  # the link states a speed neither end runs
 ]
 
 

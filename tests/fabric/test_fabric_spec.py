@@ -93,7 +93,7 @@ def _set(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     ("links.1.b", "h1:eth0", "links[1].b: 'h1:eth0' is already cabled by links[0]"),
     ("qos.roce.priority", 9, "qos.roce.priority: 9"),
     ("qos.ets.weights", {0: 50, 3: 40}, "add up to 90"),
-    ("switches.0.asic", "tomahawk", "switches[0].asic.model: 'tomahawk' is not one of spectrum1"),
+    ("switches.0.asic", "jericho2", "switches[0].asic.model: 'jericho2' is not one of spectrum1"),
     ("hosts.0.nics.0.speed", "fast", "hosts[0].nics[0].speed: 'fast' is not a valid value"),
     ("switches.0.colour", "red", "switches[0].colour: unknown field"),
 ])

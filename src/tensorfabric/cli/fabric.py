@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ __all__ = ["cli"]
 
 # Choices are the registries' names, read when a command parses or prints help (not at import).
 _MODELS = RegistryChoice("tensorfabric.fabric.headroom:MODELS")
-_ASICS = RegistryChoice("tensorfabric.fabric.headroom:ASICS")
+_ASICS = RegistryChoice("tensorfabric.fabric.headroom:ASICS", order=lambda names: _with_presets(names))
 _NOS = RegistryChoice("tensorfabric.fabric.renderers:RENDERERS")
 
 
@@ -40,6 +41,13 @@ def _load(path: Path) -> Any:
         raise InputError(f"{str(path)!r} describes no switches and no hosts; add devices (start from "
                          "'tensorfabric fabric init')")
     return spec
+
+
+def _with_presets(asics: Sequence[str]) -> tuple[str, ...]:
+    """The sonic model's ASICs, then the families only a vendor preset knows (Broadcom)."""
+    from tensorfabric.fabric.headroom_presets import PRESETS
+
+    return (*asics, *(n for n in PRESETS.names() if not n.endswith("-shp") and n not in asics))
 
 
 @click.group("fabric")
@@ -87,32 +95,59 @@ def schema_cmd() -> int:
 @click.option("--speed", type=RATE, default=None, help="Link speed, e.g. 400G.")
 @click.option("--cable", type=LENGTH, default=None, help="Cable length, e.g. 5m.")
 @click.option("--mtu", type=click.IntRange(68, 65536), default=9100, show_default=True, help="Port MTU in bytes.")
-@click.option("--model", type=_MODELS, default="sonic", show_default=True)
+@click.option("--model", type=_MODELS, default="vendor", show_default=True,
+              help="vendor: preset calibrated on the ASIC vendor's tables; sonic: SONiC's dynamic (Lua) formula.")
 @click.option("--asic", type=_ASICS, default="spectrum4", show_default=True,
-              help="Switch ASIC constants (sonic model).")
+              help="Switch ASIC family (vendor and sonic models; sonic knows Spectrum only).")
+@click.option("--table", "table_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Table mode: answer from this SONiC pg_profile_lookup.ini, exactly.")
+@click.option("--shared-headroom-pool/--no-shared-headroom-pool", "shp", default=False, show_default=True,
+              help="Spectrum with a shared headroom pool: size = xon (vendor and sonic models).")
+@click.option("--lossless-mtu", type=click.IntRange(64, 65536), default=1024, show_default=True,
+              help="sonic: LOSSLESS_TRAFFIC_PATTERN mtu.")
+@click.option("--small-packet-pct", type=click.IntRange(0, 100), default=100, show_default=True,
+              help="sonic: share of small packets in the cell-occupancy worst case.")
+@click.option("--lanes", type=click.IntRange(1, 8), default=None,
+              help="sonic: SerDes lanes of the port (8 lanes double xon); default from the ASIC's lane rate.")
 @click.option("--medium", type=click.Choice(("copper", "fiber")), default="fiber", show_default=True,
               help="Cable medium (ieee model).")
 @fabric_option("Instead of one link: every cabled port of this spec, with the model its device uses.")
 @json_option()
 @click.option("--explain", is_flag=True, help="Show every term of the sum.")
-def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, medium: str,
+def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str, asic: str, table_path: Path | None,
+                 shp: bool, lossless_mtu: int, small_packet_pct: int, lanes: int | None, medium: str,
                  fabric_path: str | None, as_json: bool, explain: bool) -> int:
     """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
-    from tensorfabric.fabric.headroom import compute_headroom
+    from tensorfabric.fabric.headroom import compute_headroom, default_lanes, headroom_from_table
 
     if fabric_path is not None:
         return _spec_headroom(Path(fabric_path), as_json)
     if speed is None or cable is None:
         raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --fabric FILE")
-    options = {"medium": medium} if model == "ieee" else {}
-    result = compute_headroom(speed, cable, mtu, model, asic, **options)
+    if table_path is not None:
+        from tensorfabric.fabric.headroom_table import load_table
+
+        result = headroom_from_table(load_table(table_path), speed, cable, mtu)
+        label = f"table {table_path}"
+    else:
+        options: dict[str, Any] = {}
+        if model == "ieee":
+            options = {"medium": medium}
+        elif model == "vendor":
+            options = {"shared_headroom_pool": shp}
+        elif model == "sonic":
+            eight = (lanes if lanes is not None else default_lanes(asic, speed)) == 8
+            options = {"shared_headroom_pool": shp, "lossless_mtu": lossless_mtu,
+                       "small_packet_pct": small_packet_pct, "eight_lanes": eight}
+        result = compute_headroom(speed, cable, mtu, model, asic, **options)
+        label = f"{result.model} model" + (f", {asic}" if model == "sonic" else "")
     if as_json:
         emit_json(result.to_dict())
         return 0
     con = console()
-    con.print(f"{model} model, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}"
-              + (f", {asic}" if model == "sonic" else ""))
-    con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B")
+    con.print(f"{label}, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}")
+    extra = "" if result.xon_offset_bytes is None else f"   xon_offset {result.xon_offset_bytes} B"
+    con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B{extra}")
     if explain:
         from rich.table import Table
 
@@ -146,7 +181,7 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
         return 0
     table = Table(title=f"headroom per port: {spec.name}")
     for col in ("port", "model", "speed", "cable", "mtu", "xoff", "xon", "size"):
-        table.add_column(col, justify="left" if col in ("port", "model") else "right")
+        table.add_column(col, justify="left" if col in ("port", "model") else "right", no_wrap=col == "port")
     for end, r, _ in ports:
         table.add_row(end, r.model, f"{r.speed_bps / 1e9:g}G", f"{r.cable_m:g}m", str(r.mtu), str(r.xoff_bytes),
                       str(r.xon_bytes), str(r.size_bytes))

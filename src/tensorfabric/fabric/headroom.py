@@ -1,6 +1,10 @@
 """PFC headroom: how many bytes a lossless priority group must absorb after it sends XOFF.
 
-Three models, selected by name from :data:`MODELS`:
+Four models, selected by name from :data:`MODELS`, plus table mode (:func:`headroom_from_table`, the vendor's own
+``pg_profile_lookup.ini`` answered exactly):
+
+* ``vendor`` -- a preset per switch ASIC family calibrated on the vendor's published tables, with the vendor's
+  size/xon convention (:mod:`tensorfabric.fabric.headroom_presets`): within 10 % of every vendor row, never below.
 
 * ``sonic`` -- the SONiC dynamic-buffer model (sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua``): per-speed
   pause quanta, cell occupancy of small packets, cable and gearbox delay, rounding up to 1024 bytes.
@@ -24,6 +28,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.registry import Registry
 
 if TYPE_CHECKING:
+    from tensorfabric.fabric.headroom_table import HeadroomTable
     from tensorfabric.fabric.spec import FabricSpec, LinkSpec
 
 __all__ = [
@@ -35,12 +40,15 @@ __all__ = [
     "HeadroomTerm",
     "ModelName",
     "asic_named",
+    "default_lanes",
+    "headroom_from_table",
+    "least_switch_headroom",
     "compute_headroom",
     "headroom_for_link",
     "headroom_for_port",
 ]
 
-ModelName = Literal["sonic", "mlx5-nic", "ieee"]
+ModelName = Literal["vendor", "sonic", "mlx5-nic", "ieee"]
 
 # Pause quanta the peer may still send after a PAUSE arrives, by speed in Gb/s (IEEE 802.3 31B.3.7 as tabled in
 # sonic-swss buffer_headroom_mellanox.lua). One quantum is 512 bit times.
@@ -76,6 +84,22 @@ ASICS: Registry[AsicBuffer] = Registry("asic", {
     "spectrum5": AsicBuffer("spectrum5", 192, 19 * 1024, 0.8 * 1024),
     "spectrum6": AsicBuffer("spectrum6", 256, 42 * 1024, 0.8 * 1024),
 })
+
+
+# SerDes lane rate (Gb/s) of each Spectrum, as the vendor tables show it: the xon of 400G doubles on Spectrum-2/3
+# (8 x 50G lanes) and of 800G on Spectrum-4 (8 x 100G). Spectrum-5/6 lane rates are not in our sources.
+LANE_GBPS: Mapping[str, int] = {"spectrum1": 25, "spectrum2": 50, "spectrum3": 50, "spectrum4": 100}
+
+
+def default_lanes(asic: str, speed_bps: float) -> int:
+    """Fewest lanes that carry ``speed_bps`` on ``asic``; refuses where the lane rate is unknown and it matters."""
+    gbps = speed_bps / 1e9
+    lane = LANE_GBPS.get(asic.lower())
+    if lane is None:
+        if gbps < 400:
+            return 4
+        raise InputError(f"lanes: the lane count of a {gbps:g}G port on {asic} is not known; give --lanes 4 or 8")
+    return min(8, max(1, math.ceil(gbps / lane)))
 
 
 def asic_named(name: str) -> AsicBuffer:
@@ -114,13 +138,22 @@ class HeadroomResult:
     xon_bytes: int
     size_bytes: int
     terms: tuple[HeadroomTerm, ...] = field(default=())
+    xon_offset_bytes: int | None = None
+    """Broadcom only: the XON offset below the XOFF point."""
+    dynamic_th: int | None = None
+    """The profile's ``dynamic_th`` exponent where the vendor table or preset sets one."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "model": self.model, "speed_bps": self.speed_bps, "cable_m": self.cable_m, "mtu": self.mtu,
             "xoff_bytes": self.xoff_bytes, "xon_bytes": self.xon_bytes, "size_bytes": self.size_bytes,
             "terms": [t.to_dict() for t in self.terms],
         }
+        if self.xon_offset_bytes is not None:
+            out["xon_offset_bytes"] = self.xon_offset_bytes
+        if self.dynamic_th is not None:
+            out["dynamic_th"] = self.dynamic_th
+        return out
 
 
 def _ceil_1024(value: float) -> int:
@@ -156,7 +189,7 @@ def _sonic(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, loss
     if shared_headroom_pool:
         size = xon
     else:
-        size = xoff + xon + (mtu if eight_lanes else 0)
+        size = _ceil_1024(xoff + xon + (mtu if eight_lanes else 0))  # the Lua rounds the sum up once more
     terms = (
         HeadroomTerm("cell_occupancy", occupancy, "factor",
                      f"(100 - {small_packet_pct} + {small_packet_pct} x {worst:.4g}) / 100, cell {cell} B"),
@@ -250,10 +283,36 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
     return HeadroomResult("ieee", speed_bps, cable_m, mtu, xoff, xon, xoff + xon, terms)
 
 
+def _vendor(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer | str, *,
+            shared_headroom_pool: bool = False, **_: Any) -> HeadroomResult:
+    from tensorfabric.fabric.headroom_presets import preset_headroom, preset_named
+
+    preset = preset_named(asic if isinstance(asic, str) else asic.name, shared_headroom_pool=shared_headroom_pool)
+    got = preset_headroom(preset, speed_bps, cable_m, mtu)
+    gbps = round(speed_bps / 1e9)
+    size_formula = {"xoff+xon": "xoff + xon" + (" + port_mtu (8 lanes)" if got.lanes8 else ""),
+                    "xon": "xon (shared headroom pool: xoff is drawn from the pool)",
+                    "xoff+minimum": f"xoff + guaranteed minimum {preset.minimum}",
+                    "minimum": f"guaranteed minimum {preset.minimum} (xoff is drawn from the headroom pool)"}
+    terms = (
+        HeadroomTerm("fixed", got.fixed, "bytes", f"{preset.name} at {gbps}G: frames in flight, MAC/PHY, pause "
+                     f"response, cell inflation (fitted on {preset.calibrated_on})"),
+        HeadroomTerm("bytes_on_cable", got.on_cable, "bytes",
+                     f"{preset.per_gbps_m:g} B/(Gb/s.m) x {gbps} x {cable_m:g} m"),
+        HeadroomTerm("mtu_above_9100", got.mtu_extra, "bytes", "2 x max(0, mtu - 9100): calibrated at MTU 9100"),
+        HeadroomTerm("xoff", got.xoff, "bytes",
+                     f"max({preset.floor}, ceil_{preset.cell_bytes}(sum of the terms above))"),
+        HeadroomTerm("xon", got.xon, "bytes", "vendor xon" + (" (8-lane port: doubled)" if got.lanes8 else "")),
+        HeadroomTerm("size", got.size, "bytes", size_formula[preset.size_rule]),
+    )
+    return HeadroomResult(f"vendor:{preset.name}", speed_bps, cable_m, mtu, got.xoff, got.xon, got.size, terms,
+                          preset.xon_offset, preset.threshold)
+
+
 _MAX_SPEED_BPS = 1e14
 _MAX_CABLE_M = 100_000.0
-MODELS: Registry[Callable[..., HeadroomResult]] = Registry("headroom model", {"sonic": _sonic, "mlx5-nic": _mlx5,
-                                                                               "ieee": _ieee})
+MODELS: Registry[Callable[..., HeadroomResult]] = Registry("headroom model", {"vendor": _vendor, "sonic": _sonic,
+                                                                               "mlx5-nic": _mlx5, "ieee": _ieee})
 
 
 def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "sonic",
@@ -272,8 +331,41 @@ def compute_headroom(speed_bps: float, cable_m: float, mtu: int, model: str = "s
         raise InputError(f"cable: {cable_m!r} must be a positive length up to 100km, such as '5m'")
     if not 68 <= mtu <= 65536:
         raise InputError(f"mtu: {mtu!r} must be between 68 and 65536 bytes, e.g. 9100")
+    if model == "vendor":
+        return _vendor(speed_bps, cable_m, mtu, asic, **options)
     buffer = asic_named(asic) if isinstance(asic, str) else asic
     return MODELS[model](speed_bps, cable_m, mtu, buffer, **options)
+
+
+def headroom_from_table(table: HeadroomTable, speed_bps: float, cable_m: float, mtu: int = 9100, *,
+                        round_up: bool = False) -> HeadroomResult:
+    """Table mode: the vendor's row for exactly this speed and cable, as SONiC's traditional buffer model uses it
+    (``round_up``: the next longer cable row when the table has no row for ``cable_m``)."""
+    from tensorfabric.fabric.headroom_table import lookup
+
+    row = lookup(table, speed_bps, cable_m, round_up=round_up)
+    where = f"{table.source} line {row.line} ({row.speed_mbps} Mb/s, {row.cable_text})"
+    terms = (HeadroomTerm("xoff", row.xoff, "bytes", where), HeadroomTerm("xon", row.xon, "bytes", where),
+             HeadroomTerm("size", row.size, "bytes", where))
+    return HeadroomResult("table", speed_bps, cable_m, mtu, row.xoff, row.xon, row.size, terms, row.xon_offset,
+                          row.threshold)
+
+
+def least_switch_headroom(speed_bps: float, cable_m: float, mtu: int) -> HeadroomResult:
+    """The smallest headroom any known switch ASIC needs here: for a deployed config whose ASIC is unknown, only
+    what no ASIC could get away with is too small. Each ASIC counts with its vendor preset where one is calibrated
+    for this speed and cable, else with the SONiC (Lua) formula (Spectrum-5/6)."""
+    from tensorfabric.fabric.headroom_presets import PRESETS
+
+    candidates: list[HeadroomResult] = []
+    for name in PRESETS:
+        try:
+            candidates.append(compute_headroom(speed_bps, cable_m, mtu, "vendor", name))
+        except InputError:
+            continue  # not calibrated for this speed or cable
+    candidates += [compute_headroom(speed_bps, cable_m, mtu, "sonic", name) for name in ASICS
+                   if name not in PRESETS]
+    return min(candidates, key=lambda r: r.xoff_bytes)
 
 
 # NIC vendor -> headroom model; vendors without a published receive-buffer formula get the generic sum.
@@ -295,8 +387,15 @@ def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = Tru
     device, _, port = endpoint.partition(":")
     switch = spec.switch(device)
     if switch is not None:
-        return compute_headroom(speed, cable, mtu, "sonic", switch.asic.buffer(), eight_lanes=switch.asic.eight_lanes,
-                                shared_headroom_pool=switch.asic.shared_headroom_pool)
+        asic = switch.asic
+        mode = asic.headroom_mode
+        if mode == "table" and asic.lookup_table is not None:
+            return headroom_from_table(asic.lookup_table, speed, cable, mtu, round_up=True)
+        if mode == "vendor":
+            return compute_headroom(speed, cable, mtu, "vendor", asic.model,
+                                    shared_headroom_pool=asic.shared_headroom_pool)
+        return compute_headroom(speed, cable, mtu, "sonic", asic.buffer(), eight_lanes=asic.eight_lanes,
+                                shared_headroom_pool=asic.shared_headroom_pool)
     host = spec.host(device)
     nic = host.nic(port) if host is not None else None
     vendor = nic.vendor.lower() if nic is not None else ""

@@ -18,9 +18,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tensorfabric import topology
-from tensorfabric.fabric.headroom import ASICS, AsicBuffer, asic_named
+from tensorfabric.fabric.spec_asic import AsicSpec
 from tensorfabric.fabric.spec_qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
-from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed
+from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed, Text, check_text
 
 __all__ = [
     "NOS_NAMES",
@@ -48,59 +48,8 @@ _ROLE_TIER = {"leaf": 0, "tor": 0, "switch": 0, "spine": 1, "core": 2}
 _RANGE = re.compile(r"^(?P<head>.*)\[(?P<lo>\d+)-(?P<hi>\d+)(?::(?P<step>\d+))?\](?P<tail>.*)$")
 
 
-class AsicSpec(SpecModel):
-    """Switch buffer model: a named Spectrum preset, optionally with constants overridden.
-
-    ``shared_buffer`` and ``dynamic_th`` (alpha = 2**dynamic_th) give the ingress occupancy at which a lossless PG
-    sends XOFF; ``xoff_threshold`` states it directly for static buffer configurations.
-    """
-
-    model: str = "spectrum4"
-    cell_size: Size | None = None
-    pipeline_latency: Size | None = None
-    mac_phy_delay: Size | None = None
-    shared_buffer: Size | None = None
-    dynamic_th: int = Field(default=0, ge=-7, le=7)
-    xoff_threshold: Size | None = None
-    eight_lanes: bool = False
-    shared_headroom_pool: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_name(cls, data: Any) -> Any:
-        return {"model": data} if isinstance(data, str) else data
-
-    @field_validator("model")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value.lower() not in ASICS:
-            raise ValueError(f"is not one of {', '.join(ASICS)}")
-        return value.lower()
-
-    def buffer(self) -> AsicBuffer:
-        base = asic_named(self.model)
-        return AsicBuffer(
-            name=base.name,
-            cell_bytes=self.cell_size or base.cell_bytes,
-            pipeline_latency_bytes=self.pipeline_latency or base.pipeline_latency_bytes,
-            mac_phy_delay_bytes=float(self.mac_phy_delay) if self.mac_phy_delay else base.mac_phy_delay_bytes,
-            peer_response_bytes=base.peer_response_bytes,
-            shared_buffer_bytes=self.shared_buffer or 0,
-        )
-
-    def pfc_trigger_bytes(self) -> int | None:
-        """Ingress PG occupancy at which XOFF is sent, when known (static threshold, else dynamic share)."""
-        if self.xoff_threshold:
-            return self.xoff_threshold
-        if not self.shared_buffer:
-            return None
-        alpha = 2.0 ** self.dynamic_th
-        # One congested PG may take alpha/(1+alpha) of the shared pool before its dynamic limit trips.
-        return int(self.shared_buffer * alpha / (1 + alpha))
-
-
 class SwitchPortSpec(SpecModel):
-    name: str = Field(min_length=1)
+    name: Text = Field(min_length=1)
     speed_bps: Speed | None = Field(default=None, alias="speed")
     mtu: Mtu | None = None
     cable_length_m: Length | None = Field(default=None, alias="cable_length")
@@ -144,15 +93,19 @@ class SwitchSpec(SpecModel):
     def effective_tier(self) -> int:
         return self.tier if self.tier is not None else _ROLE_TIER[self.role]
 
+    @cached_property
+    def _port_index(self) -> dict[str, SwitchPortSpec]:
+        return {p.name: p for p in self.ports}
+
     def port(self, name: str) -> SwitchPortSpec | None:
-        return next((p for p in self.ports if p.name == name), None)
+        return self._port_index.get(name)
 
 
 class NicSpec(SpecModel):
     netdev: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
     rdma_device: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
-    vendor: str = "nvidia"
-    model: str = ""
+    vendor: Text = "nvidia"
+    model: Text = ""
     speed_bps: Speed | None = Field(default=None, alias="speed")
     mtu: Mtu | None = None
     cable_length_m: Length | None = Field(default=None, alias="cable_length")
@@ -166,8 +119,12 @@ class HostSpec(SpecModel):
     nccl: NcclPlan | None = None
     """Per-host NCCL settings when they differ from the plan's."""
 
+    @cached_property
+    def _nic_index(self) -> dict[str, NicSpec]:
+        return {n.netdev: n for n in self.nics}
+
     def nic(self, netdev: str) -> NicSpec | None:
-        return next((n for n in self.nics if n.netdev == netdev), None)
+        return self._nic_index.get(netdev)
 
 
 class LinkSpec(SpecModel):
@@ -181,6 +138,7 @@ class LinkSpec(SpecModel):
     @field_validator("a", "b")
     @classmethod
     def _endpoint(cls, value: str) -> str:
+        check_text(value)
         device, sep, port = value.partition(":")
         if not sep or not device or not port:
             raise ValueError("must be 'device:port', e.g. 'leaf1:Ethernet0' or 'h1:eth2'")
@@ -194,7 +152,7 @@ class LinkSpec(SpecModel):
 class FabricSpec(SpecModel):
     """A whole fabric; construction checks names are unique and links name known ports."""
 
-    name: str = "fabric"
+    name: Text = "fabric"
     qos: QosPlan = QosPlan()
     switches: tuple[SwitchSpec, ...] = ()
     hosts: tuple[HostSpec, ...] = ()
@@ -262,6 +220,19 @@ class FabricSpec(SpecModel):
             index.setdefault(link.b, link)
         return index
 
+    @cached_property
+    def _cabled_ports(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for link in self.links:
+            for end in (link.a, link.b):
+                device, _, port = end.partition(":")
+                out.setdefault(device, []).append(port)
+        return out
+
+    def cabled_ports(self, device: str) -> list[str]:
+        """Port names of ``device`` that links use, in link order."""
+        return list(self._cabled_ports.get(device, ()))
+
     def switch(self, name: str) -> SwitchSpec | None:
         return self._switch_index.get(name)
 
@@ -327,6 +298,11 @@ class FabricSpec(SpecModel):
 
     # -- conversions -------------------------------------------------------------------------------------------
     def to_topology(self) -> topology.Fabric:
+        """The fabric as :mod:`tensorfabric.topology` sees it; built once per (frozen) spec."""
+        return self._topology
+
+    @cached_property
+    def _topology(self) -> topology.Fabric:
         hosts = tuple(
             topology.Host(h.name, tuple(
                 topology.Nic(n.netdev, self.port_speed(f"{h.name}:{n.netdev}") or self._cabled_speed(h.name, n.netdev),

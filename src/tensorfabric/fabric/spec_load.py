@@ -87,16 +87,21 @@ def _cross_field_loc(text: str) -> list[int | str]:
     return loc
 
 
-def validate(data: Any, *, source: str = "<spec>", text: str | None = None) -> FabricSpec:
+def validate(data: Any, *, source: str = "<spec>", text: str | None = None, base_dir: Path | None = None,
+             ) -> FabricSpec:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ParseError(f"a spec must be a mapping with switches/hosts/links, got {type(data).__name__}",
                          source=source)
     try:
-        return FabricSpec.model_validate(data)
+        # base_dir: where relative paths in the spec (asic.table) are read from -- the spec file's directory.
+        return FabricSpec.model_validate(data, context={"base_dir": base_dir or Path.cwd()})
     except ValidationError as exc:
         errors = exc.errors()
+        # A list whose only item failed also reports "too short" for the list itself: noise next to the real cause.
+        errors = [e for e in errors if not (e["type"] == "too_short" and any(
+            o is not e and tuple(o["loc"][:len(e["loc"])]) == tuple(e["loc"]) for o in errors))] or errors
         messages = [_message(e) for e in errors[:_MAX_REPORTED]]
         more = len(errors) - _MAX_REPORTED
         message = "; ".join(messages) + (f"; and {more} more" if more > 0 else "")
@@ -115,7 +120,7 @@ def _compose(text: str | None) -> yaml.Node | None:
         return None
 
 
-def load_text(text: str, *, source: str = "<spec>") -> FabricSpec:
+def load_text(text: str, *, source: str = "<spec>", base_dir: Path | None = None) -> FabricSpec:
     try:
         data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when available)
     except yaml.YAMLError as exc:
@@ -123,7 +128,7 @@ def load_text(text: str, *, source: str = "<spec>") -> FabricSpec:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ParseError(f"malformed YAML: {problem}", source=source,
                          line=mark.line + 1 if mark is not None else None) from None
-    return validate(data, source=source, text=text)
+    return validate(data, source=source, text=text, base_dir=base_dir)
 
 
 def load(path: str | Path) -> FabricSpec:
@@ -134,4 +139,4 @@ def load(path: str | Path) -> FabricSpec:
         raise InputError(f"spec: {str(target)!r} does not exist; give a YAML fabric spec file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"spec: {str(target)!r} cannot be read ({exc})") from None
-    return load_text(text, source=str(target))
+    return load_text(text, source=str(target), base_dir=target.parent)

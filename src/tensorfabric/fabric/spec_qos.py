@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tensorfabric.fabric.spec_types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed
+from tensorfabric.fabric.spec_types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed, Text
 
 __all__ = [
     "ClassifierPlan",
@@ -96,7 +96,7 @@ class NcclPlan(SpecModel):
     gid_index: int | None = Field(default=None, ge=0, le=255)
     sl: int | None = Field(default=None, ge=0, le=15)
     """NCCL_IB_SL; with PCP trust its low 3 bits are the packet's priority."""
-    ib_hca: str | None = None
+    ib_hca: Text | None = None
     cross_nic: Literal[0, 1, 2] | None = None
 
 

@@ -1,7 +1,9 @@
 """Field types of the fabric spec: unit-aware speeds, lengths and sizes, DSCP and priority ranges.
 
 Values are stored in base units (bit/s, metres, bytes) and accepted in the forms :mod:`tensorfabric.units` parses
-(``400G``, ``5m``, ``1.5MB``). A unit error keeps the units module's wording; the loader prefixes the field path.
+(``400G``, ``5m``, ``1.5MB``). A speed or length without a unit is refused (never guessed); sizes default to bytes.
+Dumping a spec writes speeds and lengths back with their unit, so a dump loads again. A unit error keeps
+the units module's wording; the loader prefixes the field path.
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from tensorfabric import units
 
-__all__ = ["Dscp", "Length", "Mtu", "Percent", "Priority", "Size", "Speed", "SpecModel", "UNIT_PREFIX"]
+__all__ = ["Dscp", "Length", "Mtu", "Percent", "Priority", "Size", "Speed", "SpecModel", "Text", "UNIT_PREFIX",
+           "check_text"]
 
 # Unit parsers are called with what="value" so the loader can swap the prefix for the field path.
 UNIT_PREFIX = "value: "
@@ -47,14 +50,37 @@ def _size(value: Any) -> Any:
     return units.parse_size(value, what="value") if isinstance(value, str | int | float) else value
 
 
+def _speed_text(bps: float) -> str:
+    # A dumped spec must load back: values keep an explicit unit, exactly (bare numbers are refused on input).
+    gbps = bps / 1e9
+    return f"{int(gbps)}G" if gbps.is_integer() and int(gbps) * 1e9 == bps else f"{bps!r}bps"
+
+
+def _length_text(metres: float) -> str:
+    return f"{int(metres)}m" if float(metres).is_integer() else f"{metres!r}m"
+
+
+def check_text(value: str) -> str:
+    """Free text (vendor, model, names) reaches rendered files and comments: one printable line only."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"holds a newline or control character ({bad!r}); use one line of printable text")
+    if len(value) > 255:
+        raise ValueError("is longer than 255 characters")
+    return value
+
+
 def _unit_schema(description: str, example: str) -> WithJsonSchema:
     return WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}], "description": description,
                            "examples": [example]})
 
 
-Speed = Annotated[float, BeforeValidator(_speed), _unit_schema("link rate; bit/s or with a unit", "400G")]
-Length = Annotated[float, BeforeValidator(_length), _unit_schema("cable length; metres or with a unit", "5m")]
+Speed = Annotated[float, BeforeValidator(_speed), PlainSerializer(_speed_text, return_type=str),
+                  _unit_schema("link rate with a unit (G = Gb/s, M = Mb/s, bps); a bare number is refused", "400G")]
+Length = Annotated[float, BeforeValidator(_length), PlainSerializer(_length_text, return_type=str),
+                   _unit_schema("cable length with a unit (m, cm, km); a bare number is refused", "5m")]
 Size = Annotated[int, BeforeValidator(_size), _unit_schema("bytes, or with a unit (KB = 1000, KiB = 1024)", "150KB")]
+Text = Annotated[str, AfterValidator(check_text)]
 Dscp = Annotated[int, Field(ge=0, le=63)]
 Priority = Annotated[int, Field(ge=0, le=7)]
 Percent = Annotated[int, Field(ge=0, le=100)]

@@ -67,7 +67,9 @@ def _bounded_int(value: object, what: str, low: int, high: int) -> int:
 
 
 def _rate(value: str | float, what: str) -> float:
-    bps = parse_rate(value, what=what)
+    # A number here comes from code (the CLI's parsed --rate, a saved rate_bps): bit/s by name. Text needs a unit.
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    bps = float(value) if numeric else parse_rate(value, what=what)
     if not MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
         raise InputError(f"{what}: {value!r} ({format_rate(bps)}) is out of range; use 100kbit..32gbit")
     return bps

@@ -21,7 +21,7 @@ __all__ = ["FAMILIES", "RULES", "RuleInfo", "finding", "lint", "lint_context", "
 # One module per rule family; the order is the order of the checklist (lossless-config.md §8).
 FAMILIES: tuple[str, ...] = (
     "rules_dscp", "rules_pfc", "rules_cnp", "rules_trust", "rules_ecn", "rules_headroom", "rules_mtu",
-    "rules_nccl", "rules_watchdog", "rules_routing", "rules_dcbx",
+    "rules_nccl", "rules_watchdog", "rules_routing", "rules_dcbx", "rules_speed",
 )
 
 RuleFn = Callable[[LintContext], Iterable[Finding]]

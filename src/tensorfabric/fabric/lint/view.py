@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Watchdog
-from tensorfabric.fabric.headroom import ASICS, HeadroomResult, compute_headroom, headroom_for_port
+from tensorfabric.fabric.headroom import HeadroomResult, compute_headroom, headroom_for_port, least_switch_headroom
 from tensorfabric.fabric.spec import FabricSpec, HostSpec, SwitchSpec
 from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan, WatchdogPlan
 
@@ -112,8 +112,7 @@ class LintContext:
                 return compute_headroom(speed, cable, ref.port.mtu or self.plan.mtu.host, "mlx5-nic")
             # Without a spec the ASIC is unknown: only flag what no Spectrum preset could get away with.
             mtu = ref.port.mtu or self.plan.mtu.switch
-            return min((compute_headroom(speed, cable, mtu, "sonic", asic) for asic in ASICS),
-                       key=lambda r: r.xoff_bytes)
+            return least_switch_headroom(speed, cable, mtu)
         return None
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import shlex
 
 from tensorfabric.errors import InputError
+from tensorfabric.fabric.renderers._escape import shell, text
 
 __all__ = ["HOST", "NETDEV", "RDMA", "name", "num"]
 
@@ -17,10 +17,10 @@ HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 def name(value: str, pattern: re.Pattern[str], what: str) -> str:
     """``value`` checked against ``pattern`` and shell-quoted."""
-    if not pattern.fullmatch(value) or value in (".", ".."):
+    if not pattern.fullmatch(text(value, what)) or value in (".", ".."):
         raise InputError(f"{what}: {value!r} is not a valid name (letters, digits, _ . -, not starting with '-'; "
                          "Linux netdevs at most 15 characters)")
-    return shlex.quote(value)
+    return shell(value, what)
 
 
 def num(value: int, lo: int, hi: int, what: str) -> str:

@@ -9,6 +9,7 @@ switched on in the profile of lossless ports.
 from __future__ import annotations
 
 from tensorfabric.fabric.deployed import EcnProfile
+from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
 from tensorfabric.fabric.renderers.plan import PortPlan, SwitchPlan
 
@@ -45,7 +46,8 @@ def _profile_name(port: PortPlan) -> str:
 
 
 def render(plan: SwitchPlan) -> str:
-    out = [f"! {plan.name}: Arista EOS, {GENERATED}", f"hostname {plan.name}", "!"]
+    out = [f"! {comment(plan.name, 'switches name')}: Arista EOS, {GENERATED}",
+           f"hostname {cli_name(plan.name, 'switches name')}", "!"]
     by_tc: dict[int, list[int]] = {}
     for dscp in range(64):
         by_tc.setdefault(plan.dscp_to_priority.get(dscp, 0), []).append(dscp)
@@ -67,10 +69,10 @@ def render(plan: SwitchPlan) -> str:
                 f"{prefix} default recovery-time {number((wd.restoration_ms or 200) / 1000)}",
                 f"{prefix} default polling-interval {number((wd.polling_ms or 100) / 1000)}",
                 f"{prefix} action {_ACTION.get(wd.action or 'drop', 'drop')}", "!"]
-    blocks = [(port.name, tuple([f"   description {port.peer}"] if port.peer else [])
+    blocks = [(port.name, tuple([f"   description {cli_text(port.peer, 'link peer')}"] if port.peer else [])
                                 + (f"   mtu {port.mtu}", f"   service-profile {_profile_name(port)}"))
               for port in plan.ports]
     for name, body in group_interfaces(blocks):
-        out += [f"interface {name}", *body, "!"]
+        out += [f"interface {cli_name(name, f'switches[{plan.name}].ports')}", *body, "!"]
     out.append("end")
     return "\n".join(out) + "\n"

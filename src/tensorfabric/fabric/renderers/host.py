@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.renderers import host_dcb, host_mlx5
+from tensorfabric.fabric.renderers._escape import comment, text
 from tensorfabric.fabric.renderers._shell import HOST, name
 from tensorfabric.fabric.renderers._text import GENERATED
 from tensorfabric.fabric.renderers.plan import HostPlan, NicPlan
@@ -40,8 +41,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 def _env_line(name: str, value: str, *, export: bool = False) -> str:
     if not _ENV_NAME.fullmatch(name):
         raise InputError(f"NCCL environment name {name!r} must look like NCCL_IB_TC")
-    if not value.isprintable():
-        raise InputError(f"NCCL environment value of {name} holds control characters: {value!r}")
+    text(value, f"NCCL environment value of {name}")
     # nccl.conf is read literally; the profile file is sourced, so its value is quoted once more inside.
     return shlex.quote(f"export {name}={shlex.quote(value)}" if export else f"{name}={value}")
 
@@ -54,7 +54,8 @@ def _nic_lines(host: str, nic: NicPlan) -> list[str]:
 
 def render(plan: HostPlan) -> str:
     host = name(plan.name, HOST, "hosts name")
-    out = ["#!/usr/bin/env bash", f"# {plan.name}: host RoCE QoS, {GENERATED}", f"# device: {host}",
+    out = ["#!/usr/bin/env bash", f"# {comment(plan.name, 'hosts name')}: host RoCE QoS, {GENERATED}",
+           f"# device: {host}",
            "# Needs root and the NIC tools below (MLNX_OFED for ConnectX, iproute2 dcb otherwise); safe to run again.",
            "set -euo pipefail", ""]
     for nic in plan.nics:

@@ -8,6 +8,7 @@ no vendor-neutral interface; the script says so in a comment and leaves them to 
 
 from __future__ import annotations
 
+from tensorfabric.fabric.renderers._escape import comment
 from tensorfabric.fabric.renderers._shell import NETDEV, name, num
 from tensorfabric.fabric.renderers._text import metres, speed_label
 from tensorfabric.fabric.renderers.plan import NicPlan
@@ -19,7 +20,9 @@ def render_nic(host: str, nic: NicPlan) -> list[str]:
     dev = name(nic.netdev, NETDEV, f"hosts[{host}].nics netdev")
     cable = f", cable {metres(nic.cable_length_m)}" if nic.cable_length_m is not None else ""
     pause = "on" if nic.link_pause else "off"
-    out = [f"# {nic.netdev} ({nic.vendor} NIC, iproute2 dcb): {speed_label(nic.speed_bps)}{cable}, MTU {nic.mtu}",
+    vendor = comment(nic.vendor, f"hosts[{host}].nics vendor")
+    out = [f"# {comment(nic.netdev, 'netdev')} ({vendor} NIC, iproute2 dcb): {speed_label(nic.speed_bps)}{cable}, "
+           f"MTU {nic.mtu}",
            f"ip link set dev {dev} mtu {num(nic.mtu, 576, 16384, 'mtu')}",
            f"ethtool -A {dev} rx {pause} tx {pause}"]
     if nic.trust == "dscp":

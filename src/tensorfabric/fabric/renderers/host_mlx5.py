@@ -7,6 +7,7 @@ priorities, the CNP DSCP and 802.1p priority, PFC storm prevention and the MLNX_
 
 from __future__ import annotations
 
+from tensorfabric.fabric.renderers._escape import comment
 from tensorfabric.fabric.renderers._shell import NETDEV, RDMA, name, num
 from tensorfabric.fabric.renderers._text import metres, speed_label
 from tensorfabric.fabric.renderers.plan import NicPlan
@@ -19,7 +20,8 @@ VENDORS = ("nvidia", "mellanox")
 def render_nic(host: str, nic: NicPlan) -> list[str]:
     dev = name(nic.netdev, NETDEV, f"hosts[{host}].nics netdev")
     cable = f", cable {metres(nic.cable_length_m)}" if nic.cable_length_m is not None else ""
-    out = [f"# {nic.netdev}" + (f" ({nic.rdma_device})" if nic.rdma_device else "")
+    out = [f"# {comment(nic.netdev, 'netdev')}"
+           + (f" ({comment(nic.rdma_device, 'rdma_device')})" if nic.rdma_device else "")
            + f": {speed_label(nic.speed_bps)}{cable}, MTU {nic.mtu}",
            f"ip link set dev {dev} mtu {num(nic.mtu, 576, 16384, 'mtu')}",
            # PFC and link-level pause exclude each other (Intel E800 guide, Nokia PFC guide).

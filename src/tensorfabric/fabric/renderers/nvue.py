@@ -11,9 +11,9 @@ be expressed here.
 from __future__ import annotations
 
 import math
-import shlex
 
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.renderers._escape import comment, shell
 from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
 from tensorfabric.fabric.renderers.plan import SwitchPlan
 
@@ -25,7 +25,8 @@ _TRUST = {"dscp": "l3", "pcp": "l2"}
 
 
 def render(plan: SwitchPlan) -> str:
-    out = [f"# {plan.name}: Cumulus NVUE, {GENERATED}", f"nv set system hostname {plan.name}",
+    out = [f"# {comment(plan.name, 'switches name')}: Cumulus NVUE, {GENERATED}",
+           f"nv set system hostname {shell(plan.name, 'switches name')}",
            f"nv set qos mapping default-global trust {_TRUST[plan.trust]}"]
     out += [f"nv set qos mapping default-global dscp {d} switch-priority {plan.dscp_to_priority.get(d, 0)}"
             for d in range(64)]
@@ -79,8 +80,9 @@ def render(plan: SwitchPlan) -> str:
         out += [f"nv set qos pfc-watchdog polling-interval {number(poll)}",
                 f"nv set qos pfc-watchdog robustness {max(1, math.ceil((wd.detection_ms or poll) / poll))}"]
     for port in plan.ports:
-        base = f"nv set interface {port.name}"
-        out += [f"{base} description {shlex.quote(port.peer)}" if port.peer else f"# {port.name}",
+        base = f"nv set interface {shell(port.name, f'switches[{plan.name}].ports')}"
+        out += [f"{base} description {shell(port.peer, f'link peer of {plan.name}')}" if port.peer
+                else f"# {comment(port.name, 'port')}",
                 f"{base} link mtu {port.mtu}", f"{base} link speed {speed_label(port.speed_bps)}"]
         if port.lossless and (port.cable_length_m is not None or port.headroom is not None):
             out.append(f"{base} qos pfc profile {pfc_profiles[(port.cable_length_m, port.headroom)]}")

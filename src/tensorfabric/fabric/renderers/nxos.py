@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from tensorfabric.fabric.deployed import EcnProfile
+from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
 from tensorfabric.fabric.renderers.plan import SwitchPlan
 
@@ -53,10 +54,11 @@ def _queuing(plan: SwitchPlan, name: str, ecn: EcnProfile) -> list[str]:
 
 
 def render(plan: SwitchPlan) -> str:
-    out = [f"! {plan.name}: Cisco NX-OS, {GENERATED}", f"hostname {plan.name}", "!"]
+    out = [f"! {comment(plan.name, 'switches name')}: Cisco NX-OS, {GENERATED}",
+           f"hostname {cli_name(plan.name, 'switches name')}", "!"]
     acl = plan.classifier == "acl"
     if acl:
-        out += [f"ip access-list {plan.acl_name}",
+        out += [f"ip access-list {cli_name(plan.acl_name, 'classifier acl_name')}",
                 f"  10 permit udp any any eq {plan.udp_port}", "!"]
     members: dict[int, list[int]] = {}
     if plan.trust == "dscp":
@@ -72,7 +74,7 @@ def render(plan: SwitchPlan) -> str:
         else:
             out.append(f"  match cos {prio}")
         if acl and prio == plan.roce_priority:
-            out.append(f"  match access-group name {plan.acl_name}")
+            out.append(f"  match access-group name {cli_name(plan.acl_name, 'classifier acl_name')}")
     out += ["!", f"policy-map type qos {_CLASSIFY}"]
     for prio in sorted(members):
         out += [f"  class {_class_name(plan, prio)}", f"    set qos-group {prio}"]
@@ -110,7 +112,7 @@ def render(plan: SwitchPlan) -> str:
         out += ["priority-flow-control watch-dog-interval off", "!"]
     blocks: list[tuple[str, tuple[str, ...]]] = []
     for port in plan.ports:
-        body = [f"  description {port.peer}"] if port.peer else []
+        body = [f"  description {cli_text(port.peer, 'link peer')}"] if port.peer else []
         body += [f"  mtu {port.mtu}", f"  priority-flow-control mode {'on' if port.lossless else 'off'}"]
         if port.lossless and wd.enabled:
             body.append("  priority-flow-control watch-dog-interval on")
@@ -118,5 +120,5 @@ def render(plan: SwitchPlan) -> str:
                  f"  service-policy type queuing output {queuing[port.ecn]}"]
         blocks.append((port.name, tuple(body)))
     for name, body_lines in group_interfaces(blocks):
-        out += [f"interface {name}", *body_lines, "!"]
+        out += [f"interface {cli_name(name, f'switches[{plan.name}].ports')}", *body_lines, "!"]
     return "\n".join(out) + "\n"

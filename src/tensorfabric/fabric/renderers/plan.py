@@ -38,6 +38,10 @@ class PortPlan:
     lossless: bool
     headroom: Headroom | None
     ecn: EcnProfile
+    xon_offset: int | None = None
+    """Broadcom presets and tables: the profile's ``xon_offset``."""
+    dynamic_th: int = 0
+    """The profile's ``dynamic_th`` (0 unless the vendor preset or table sets one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +119,11 @@ def _watchdog(plan: WatchdogPlan) -> Watchdog:
 
 def _switch_ports(spec: FabricSpec, sw: SwitchSpec) -> list[str]:
     names = [p.name for p in sw.ports]
-    for link in spec.links:
-        for end in (link.a, link.b):
-            device, _, port = end.partition(":")
-            if device == sw.name and port not in names:
-                names.append(port)
+    declared = set(names)
+    for port in spec.cabled_ports(sw.name):
+        if port not in declared:
+            declared.add(port)
+            names.append(port)
     return names
 
 
@@ -139,6 +143,7 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
             room = headroom_for_port(spec, endpoint)
             port_spec = sw.port(name)
             headroom = None
+            xon_offset, dynamic_th = (room.xon_offset_bytes, room.dynamic_th or 0) if room is not None else (None, 0)
             if room is not None:
                 xoff = port_spec.headroom_xoff if port_spec and port_spec.headroom_xoff else room.xoff_bytes
                 size = room.size_bytes if xoff == room.xoff_bytes else xoff + room.xon_bytes
@@ -150,6 +155,7 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
                 name=name, peer=peer, speed_bps=speed, mtu=spec.port_mtu(endpoint),
                 cable_length_m=spec.configured_cable_m(endpoint), lossless=link.lossless if link else True,
                 headroom=headroom, ecn=EcnProfile(profile.kmin, profile.kmax, float(profile.pmax), ecn_on),
+                xon_offset=xon_offset, dynamic_th=dynamic_th,
             ))
         strict = over.strict_priorities if over.strict_priorities is not None else (
             (qos.cnp.priority,) if qos.cnp.strict else ())

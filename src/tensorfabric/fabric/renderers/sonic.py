@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.renderers._escape import json_text
 from tensorfabric.fabric.renderers._text import metres, number, speed_label
 from tensorfabric.fabric.renderers.plan import SwitchPlan
 
@@ -44,9 +45,10 @@ def _wred(profile: EcnProfile) -> dict[str, str]:
 
 def render(plan: SwitchPlan) -> str:
     lossless = plan.lossless
-    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": plan.name}}}
-    db["PORT"] = {p.name: {"speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
-                           "description": p.peer} for p in plan.ports}
+    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": json_text(plan.name, "switches name")}}}
+    db["PORT"] = {json_text(p.name, f"switches[{plan.name}].ports"): {
+        "speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
+        "description": json_text(p.peer, "link peer")} for p in plan.ports}
     if plan.trust == "dscp":
         db["DSCP_TO_TC_MAP"] = {_MAP: _ints({d: plan.dscp_to_priority.get(d, 0) for d in range(64)})}
     else:
@@ -90,7 +92,7 @@ def render(plan: SwitchPlan) -> str:
     db["SCHEDULER"] = dict(sorted(schedulers.items()))
     db["QUEUE"] = queues
 
-    profiles: dict[str, Headroom] = {}
+    profiles: dict[str, tuple[Headroom, int | None, int]] = {}
     pgs: dict[str, dict[str, str]] = {}
     for port in plan.ports:
         if port.headroom is None or not port.lossless:
@@ -98,16 +100,19 @@ def render(plan: SwitchPlan) -> str:
         cable = metres(port.cable_length_m) if port.cable_length_m is not None else "default"
         base = f"pg_lossless_{int(port.speed_bps // 1_000_000)}_{cable}_profile"
         name = base
-        while name in profiles and profiles[name] != port.headroom:
+        wanted = (port.headroom, port.xon_offset, port.dynamic_th)
+        while name in profiles and profiles[name] != wanted:
             name = f"{base}_{port.mtu}" if name == base else f"{name}_"
-        profiles[name] = port.headroom
+        profiles[name] = wanted
         for prio in lossless:
             pgs[f"{port.name}|{prio}"] = {"profile": name}
-    db["BUFFER_PROFILE"] = {
-        name: {"pool": "ingress_lossless_pool", "xon": str(room.xon_bytes), "xoff": str(room.xoff_bytes),
-               "size": str(room.size_bytes), "dynamic_th": "0"}
-        for name, room in profiles.items()
-    }
+    db["BUFFER_PROFILE"] = {}
+    for name, (room, xon_offset, dynamic_th) in profiles.items():
+        fields = {"pool": "ingress_lossless_pool", "xon": str(room.xon_bytes), "xoff": str(room.xoff_bytes),
+                  "size": str(room.size_bytes), "dynamic_th": str(dynamic_th)}
+        if xon_offset is not None:
+            fields["xon_offset"] = str(xon_offset)  # Broadcom SKUs carry it in the profile
+        db["BUFFER_PROFILE"][name] = fields
     db["BUFFER_PG"] = pgs
     db["CABLE_LENGTH"] = {"AZURE": {p.name: metres(p.cable_length_m) for p in plan.ports
                                     if p.cable_length_m is not None}}
