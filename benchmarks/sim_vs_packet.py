@@ -64,7 +64,9 @@ def flows_for(k: int, kind: str, size: int) -> list[Flow]:
 
 def model_config(step_s: float) -> SimConfig:
     pfc = PfcConfig(xoff_bytes=PFC_HIGH * MTU, xon_offset_bytes=(PFC_HIGH - PFC_LOW) * MTU)
-    return SimConfig(step_s=step_s, duration_s=0.2, dcqcn="none", ecn=EcnConfig(enabled=False), pfc=pfc, mtu=MTU)
+    # The reference's packet format: 64 B of header on every data packet, a 64 B ACK back per packet.
+    return SimConfig(step_s=step_s, duration_s=0.2, dcqcn="none", ecn=EcnConfig(enabled=False), pfc=pfc, mtu=MTU,
+                     header_bytes=64, ack_bytes=64)
 
 
 def run_htsim(binary: Path, cm: Path, nodes: int, end_us: int) -> tuple[str, float]:

@@ -81,6 +81,10 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pending = np.zeros((depth, n_s))
     buf = np.zeros(n_s)
     cap_dt = net.cap_bytes_s * dt
+    # ACKs ride the reverse links: last step's deliveries take ack/mtu of their wire share there.
+    with_acks = net.ack_edge.size > 0
+    ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
+    free_dt = cap_dt
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -158,7 +162,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         buf += arr
         arr.fill(0.0)
         queue = np.bincount(net.seg_edge, buf, n_e)
-        cap = cap_dt * running
+        cap = free_dt * running
         frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
         dep = buf * frac[net.seg_edge]
         buf -= dep
@@ -168,14 +172,17 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
         else:
             pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
-        delivered += dep[net.last_seg]
+        got = dep[net.last_seg]
+        delivered += got
+        if with_acks:
+            free_dt = np.maximum(cap_dt - np.bincount(net.ack_edge, got[net.ack_flow] * ack_ratio, n_e), 0.0)
         if rp.rc is not rc_seen or active is not active_seen:  # rates change only on updates and events
             rc_seen, active_seen = rp.rc, active
-            want_base = rp.rc * (dt / 8) * active
+            want_base = rp.rc * (dt / 8 * net.payload_fraction) * active
         want = want_base
-        if shared_nic:
+        if shared_nic or with_acks:
             load = np.bincount(net.src_nic_edge, want, n_e)
-            scale = np.minimum(1.0, cap_dt / np.maximum(load, _EPS))
+            scale = np.minimum(1.0, free_dt / np.maximum(load, _EPS))
             want = want * scale[net.src_nic_edge]
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj

@@ -26,7 +26,8 @@ __all__ = ["RefRun", "connection_matrix", "fat_tree_path", "host_index", "parse_
 
 _HOST = re.compile(r"h(\d{1,9})")
 # Bounded quantifiers only: every pattern is linear on any line.
-_FINISHED = re.compile(r"Flow Roce_(\d{1,9})_(\d{1,9}) (\d{1,12}) finished at ([0-9.eE+-]{1,32}) total bytes (\d{1,20})")
+_FINISHED = re.compile(r"Flow Roce_(\d{1,9})_(\d{1,9}) (\d{1,12}) finished at ([0-9.eE+-]{1,32}) "
+                       r"total bytes (\d{1,20})")
 _ECMP_ID = re.compile(r"ECMP (\d{1,12}) ")
 _QUEUE = re.compile(r"(SRC|LS_?|US|CS)(\d{1,9})->(LS_?|US|CS|DST)(\d{1,9})\(\d{1,6}\)\Z")
 
@@ -73,7 +74,6 @@ def parse_output(text: str, flows: Sequence[Flow] = ()) -> RefRun:
     """
     by_id = {i + 1: (host_index(f.src), host_index(f.dst)) for i, f in enumerate(flows)}
     finish: dict[tuple[int, int], float] = {}
-    ids: dict[int, tuple[int, int]] = {}
     raw: dict[int, list[tuple[str, int, str, int]]] = {}
     rtx: int | None = None
     for n, line in enumerate(text.splitlines(), 1):

@@ -152,7 +152,8 @@ def _incast(o: Overrides, fabric: Fabric | None) -> Plan:
     hosts = _hosts(fab)
     if len(hosts) < n + 1:
         raise InputError(f"incast of {n} flows needs {n + 1} hosts; the fabric has {len(hosts)}")
-    cfg = _config(o, dcqcn="paper", duration_s=10e-3, ecn=EcnConfig(), pfc=PfcConfig(), mtu=1000)
+    # The DCQCN fluid model counts wire packets of 1000 B: no separate header share, so rates compare with C/N.
+    cfg = _config(o, dcqcn="paper", duration_s=10e-3, ecn=EcnConfig(), pfc=PfcConfig(), mtu=1000, header_bytes=0)
     flows = incast(hosts[1:n + 1], hosts[0], o.size_bytes or LONG_FLOW_BYTES)
     params = _params(cfg, rate, flows=n, size_bytes=o.size_bytes or LONG_FLOW_BYTES)
 
