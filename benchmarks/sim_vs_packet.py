@@ -115,7 +115,8 @@ def scenario(name: str, bindir: Path, step_s: float, tmp: Path) -> dict[str, Any
     doc: dict[str, Any] = {
         "name": name, "k": k, "hosts": nodes, "flows": len(flows), "flow_bytes": size, "kind": kind,
         "ideal_fct_s": size * 8 / RATE,
-        "reference": {"fct_s": r.tolist(), "wall_s": ref_wall, "wall_paths_build_s": ref_wall_paths,
+        "reference": {"fct_s": r.tolist(), "paths": [list(f.path or ()) for f in routed],
+                      "wall_s": ref_wall, "wall_paths_build_s": ref_wall_paths,
                       "retransmits": ref.retransmits, "unfinished": int(np.isnan(r).sum())},
         "reference_second_draw": {"fct_s": r2.tolist(), "vs_first": error_summary(r2, r)},
         "model_reference_paths": {"fct_s": ours_ref_paths.tolist(), "wall_s": wall_ref_paths,
