@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.ecn import mark_probability
+from tensorfabric.sim.fifo import newly_closed
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
 from tensorfabric.sim.reaction import make_reaction_point
@@ -85,6 +86,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     with_acks = net.ack_edge.size > 0
     ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
     free_dt = cap_dt
+    drain = np.zeros(n_s)  # per segment: fixed FIFO drain per step once closed (inf: closed and empty)
+    any_closed = False
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -163,10 +166,27 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         arr.fill(0.0)
         queue = np.bincount(net.seg_edge, buf, n_e)
         cap = free_dt * running
-        frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
-        dep = buf * frac[net.seg_edge]
-        buf -= dep
-        q_post = queue * (1.0 - frac)
+        injected = (remaining <= 0.0) & active
+        if np.count_nonzero(injected):
+            cand = np.flatnonzero(injected & (drain[net.last_seg] == 0.0))
+            if cand.size and (shut := newly_closed(net, cand, pending, buf, drain)).size:
+                e_shut = net.seg_edge[shut]
+                rate = free_dt[e_shut] * buf[shut] / np.maximum(queue[e_shut], _EPS)
+                drain[shut] = np.where(buf[shut] > 0.0, np.maximum(rate, _EPS), np.inf)
+                any_closed = True
+        if any_closed:
+            fixed = np.minimum(buf, drain) * running[net.seg_edge]
+            open_buf = np.where(drain > 0.0, 0.0, buf)
+            left = np.maximum(cap - np.bincount(net.seg_edge, fixed, n_e), 0.0)
+            frac = np.minimum(1.0, left / np.maximum(np.bincount(net.seg_edge, open_buf, n_e), _EPS))
+            dep = open_buf * frac[net.seg_edge] + fixed
+            buf -= dep
+            q_post = cast(F64, np.bincount(net.seg_edge, buf, n_e))
+        else:
+            frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
+            dep = buf * frac[net.seg_edge]
+            buf -= dep
+            q_post = queue * (1.0 - frac)
         np.maximum(qmax, q_post, out=qmax)
         if uniform_fwd:
             pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
@@ -245,7 +265,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             goal_left[done] = np.inf
             finished |= done
             active = started & ~finished
-            finish[done] = now + dt
+            finish[done] = now + dt + net.ack_delay_s[done]
             for stage in np.unique(net.stage[done]):
                 stage_left[stage] -= int(np.count_nonzero(net.stage[done] == stage))
                 if stage > 0 and stage_left[stage] == 0:

@@ -75,6 +75,9 @@ class Network:
     ack_edge: I64
     """(ack_edge, ack_flow): each edge of each flow's reverse path, which its ACKs load."""
     ack_flow: I64
+    ack_delay_s: F64
+    """Per flow: flight time of the last ACK back to the sender (0 without ACKs): completion is when the
+    sender learns, as an RDMA write completes on its ACK."""
 
 
 def _steps(seconds: float, step_s: float) -> int:
@@ -134,6 +137,7 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     inject = data_steps[np.array([p[0] for p in paths])]
     ack_edge: list[int] = []
     ack_flow: list[int] = []
+    ack_delay = np.zeros(len(paths))
     if cfg.ack_bytes:
         for f, path in enumerate(paths):
             for hop in path:
@@ -141,6 +145,7 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
                 if back is not None:
                     ack_edge.append(back)
                     ack_flow.append(f)
+                    ack_delay[f] += prop[back] + cfg.ack_bytes * 8 / edges[back].rate_bps
     return Network(
         fabric=fabric, edges=edges, flows=tuple(flows), paths=tuple(paths), cap_bytes_s=cap, to_switch=to_switch,
         limit_bytes=limit, headroom_bytes=headroom, pause_steps=pause_steps, forced_pause=forced,
@@ -159,4 +164,5 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
         delay_depth=int(max(data_steps.max(), inject.max())) + 1,
         payload_fraction=payload_fraction,
         ack_edge=np.array(ack_edge, dtype=np.int64), ack_flow=np.array(ack_flow, dtype=np.int64),
+        ack_delay_s=ack_delay,
     )
