@@ -23,9 +23,11 @@ table ``simulate`` prints (src/tensorfabric/sim/data/accuracy.json).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
+import resource
 import subprocess
 import tempfile
 import time
@@ -46,6 +48,7 @@ PNG = OUT.with_suffix(".png")
 RATE = 100e9
 MTU = 4096
 HOP_M = 200.0  # 1 us per hop at 5 ns/m
+SEEDS = 4  # extra ECMP seeds of the model per scenario
 PFC_LOW, PFC_HIGH = 12, 15  # htsim main_roce defaults, in packets of data_packet_size
 SCENARIOS = {
     "incast-16x4MB": (8, "incast", 4_000_000),
@@ -74,20 +77,23 @@ def run_htsim(binary: Path, cm: Path, nodes: int, end_us: int) -> tuple[str, flo
            "-mtu", str(MTU), "-hop_latency", "1", "-pfc_thresholds", str(PFC_LOW), str(PFC_HIGH),
            "-queue_type", "lossless_input", "-linkspeed", str(int(RATE / 1e6)), "-q", "1000",
            "-end", str(end_us), "-o", str(cm.with_suffix(".log"))]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cm.parent)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{binary.name} failed ({done.returncode}): {done.stderr[-500:]}")
-    return done.stdout, wall
+    return done.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_model(k: int, flows: list[Flow], step_s: float) -> tuple[np.ndarray, float]:
-    t0 = time.perf_counter()
+def run_model(k: int, flows: list[Flow], step_s: float, seed: int = 0) -> tuple[np.ndarray, float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
     fabric = fat_tree(k, RATE, cable_m=HOP_M, fabric_m=HOP_M)
-    cfg = model_config(step_s)
+    cfg = dataclasses.replace(model_config(step_s), seed=seed)
     trace = run(compile_network(fabric, flows, cfg), cfg)
-    return trace.finish_s - np.array([f.start_s for f in flows]), time.perf_counter() - t0
+    fct = trace.finish_s - np.array([f.start_s for f in flows])
+    return fct, time.perf_counter() - t0, time.process_time() - c0
 
 
 def ref_fct(ref: RefRun, flows: list[Flow]) -> np.ndarray:
@@ -102,28 +108,32 @@ def scenario(name: str, bindir: Path, step_s: float, tmp: Path) -> dict[str, Any
     cm = tmp / f"{name}.cm"
     cm.write_text(connection_matrix(flows, nodes))
     end_us = int(max(20_000, 40 * size * 8 / RATE * 1e6))
-    out, ref_wall_paths = run_htsim(bindir / "htsim_roce_paths", cm, nodes, end_us)
+    out, ref_wall_paths, _ = run_htsim(bindir / "htsim_roce_paths", cm, nodes, end_us)
     ref = parse_output(out, flows)
-    out2, ref_wall = run_htsim(bindir / "htsim_roce", cm, nodes, end_us)
+    out2, ref_wall, ref_cpu = run_htsim(bindir / "htsim_roce", cm, nodes, end_us)
     ref2 = parse_output(out2, flows)
     routed = [Flow(f.src, f.dst, f.size_bytes, f.start_s, path=fat_tree_path(k, host_index(f.src),
                    host_index(f.dst), ref.hops.get((host_index(f.src), host_index(f.dst)), ())), tag=f.tag)
               for f in flows]
-    ours_ref_paths, wall_ref_paths = run_model(k, routed, step_s)
-    ours, wall = run_model(k, flows, step_s)
+    ours_ref_paths, wall_ref_paths, _ = run_model(k, routed, step_s)
+    ours, wall, cpu = run_model(k, flows, step_s)
     r, r2 = ref_fct(ref, flows), ref_fct(ref2, flows)
+    # Other ECMP draws of our own hash: how much the routing alone moves the distribution.
+    draws = [error_summary(run_model(k, flows, step_s, seed)[0], r)["model"] for seed in range(1, SEEDS + 1)]
     doc: dict[str, Any] = {
         "name": name, "k": k, "hosts": nodes, "flows": len(flows), "flow_bytes": size, "kind": kind,
         "ideal_fct_s": size * 8 / RATE,
         "reference": {"fct_s": r.tolist(), "paths": [list(f.path or ()) for f in routed],
-                      "wall_s": ref_wall, "wall_paths_build_s": ref_wall_paths,
+                      "wall_s": ref_wall, "cpu_s": ref_cpu, "wall_paths_build_s": ref_wall_paths,
                       "retransmits": ref.retransmits, "unfinished": int(np.isnan(r).sum())},
         "reference_second_draw": {"fct_s": r2.tolist(), "vs_first": error_summary(r2, r)},
         "model_reference_paths": {"fct_s": ours_ref_paths.tolist(), "wall_s": wall_ref_paths,
                                   "vs_reference": error_summary(ours_ref_paths, r)},
-        "model_own_ecmp": {"fct_s": ours.tolist(), "wall_s": wall, "vs_reference": error_summary(ours, r),
-                           "vs_reference_second_draw": error_summary(ours, r2)},
-        "speed_ratio": ref_wall / wall,
+        "model_own_ecmp": {"fct_s": ours.tolist(), "wall_s": wall, "cpu_s": cpu,
+                           "vs_reference": error_summary(ours, r),
+                           "vs_reference_second_draw": error_summary(ours, r2), "other_seeds": draws},
+        # CPU seconds: on a shared machine wall time mostly measures the other tenants.
+        "speed_ratio": ref_cpu / cpu, "speed_ratio_wall": ref_wall / wall,
     }
     return doc
 
@@ -138,8 +148,8 @@ def line(doc: dict[str, Any]) -> str:
     ref_q = "/".join(f"{e['reference'][q] * 1e3:.3f}" for q in ("p10", "p50", "p90", "p99", "max"))
     return (f"{doc['name']:<15} ref p10/50/90/99/max {ref_q} ms | model on ref paths err % {pct}, flow-by-flow "
             f"median |err| {e['flow_median_abs_rel_error'] * 100:.1f}% | own ECMP p50/99/max % {own} | ref 2nd "
-            f"draw % {ref} | wall ref {doc['reference']['wall_s']:.2f}s ours {doc['model_own_ecmp']['wall_s']:.2f}s"
-            f" = {doc['speed_ratio']:.1f}x")
+            f"draw % {ref} | cpu ref {doc['reference']['cpu_s']:.2f}s ours {doc['model_own_ecmp']['cpu_s']:.2f}s"
+            f" = {doc['speed_ratio']:.1f}x (wall {doc['speed_ratio_wall']:.1f}x)")
 
 
 def plot(docs: list[dict[str, Any]]) -> None:

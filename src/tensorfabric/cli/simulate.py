@@ -35,7 +35,8 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--fabric", "fabric_path", type=click.Path(exists=True, dir_okay=False),
               help="Simulate this fabric spec (YAML) instead of the scenario's own topology.")
 @click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
-@click.option("--flows", type=int, help="Number of senders (incast, victim-flow, capacity-growth) or TP degree.")
+@click.option("--flows", type=int,
+              help="Number of senders (incast, victim-flow, capacity-growth), TP degree, or hosts (permutation).")
 @click.option("--size", type=SIZE, help="Bytes per flow (default: long-lived flows).")
 @click.option("--rate", type=RATE, help="Link rate of the built-in topology, e.g. 40G or 100gbit.")
 @click.option("--kmin", type=SIZE, help="ECN Kmin, e.g. 5KB.")
@@ -64,7 +65,7 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None) -> int:
-    """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
+    """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth, inference-tp or permutation."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
@@ -87,11 +88,21 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         _write_counters(result, counters)
     if plot:
         _plot(result, plot)
+    accuracy = _accuracy(result)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "reference_error": accuracy})
     else:
-        _render(result)
+        _render(result, accuracy)
     return 0
+
+
+def _accuracy(result: Any) -> dict[str, Any] | None:
+    """Measured model error on the nearest packet-level reference scenario (None: no finished flow)."""
+    from tensorfabric.sim.accuracy import for_flows
+
+    done = [f for f in result.flows if f.fct_s is not None]
+    return for_flows([f.dst for f in done], [f.bytes for f in done], len(result.network.fabric.hosts),
+                     str(result.params.get("dcqcn", "none")))
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -143,7 +154,7 @@ def _plot(result: Any, path: str) -> None:
     atomic_write_figure(path, fig, dpi=100)
 
 
-def _render(result: Any) -> None:
+def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
     from rich.table import Table
 
     from tensorfabric.units import format_duration, format_rate, format_size
@@ -157,7 +168,15 @@ def _render(result: Any) -> None:
     if done:
         done.sort()
         con.print(f"completion: min {format_duration(done[0])}, median {format_duration(done[len(done) // 2])}, "
+                  f"p99 {format_duration(done[min(len(done) - 1, int(0.99 * len(done)))])}, "
                   f"max {format_duration(done[-1])}")
+    if accuracy is not None:
+        e, own = accuracy["rel_error"], accuracy["reference_self_rel_error"]
+        con.print(f"model error vs packet-level reference on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
+                  f"p99 {e['p99']:+.1%}, max {e['max']:+.1%}, flow by flow median "
+                  f"{accuracy['flow_median_abs_rel_error']:.1%} (reference against its own other ECMP draw: "
+                  f"p99 {own['p99']:+.1%}, max {own['max']:+.1%})" +
+                  "".join(f"; {n}" for n in accuracy["notes"]))
     table = Table(title="flows", show_lines=False)
     for col in ("id", "src", "dst", "bytes", "fct", "mean rate", "tag"):
         table.add_column(col)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,10 +22,13 @@ import numpy.typing as npt
 
 from tensorfabric.errors import InputError
 
-__all__ = ["QUANTILES", "TABLE_PATH", "Measured", "error_summary", "load_table", "nearest"]
+__all__ = ["FAR", "QUANTILES", "TABLE_PATH", "Measured", "error_summary", "for_flows", "load_table", "nearest"]
 
 TABLE_PATH = Path(__file__).resolve().parent / "data" / "accuracy.json"
 QUANTILES = {"p10": 10.0, "p50": 50.0, "p90": 90.0, "p99": 99.0, "max": 100.0}
+FAR = 2.0
+"""A nearest match farther than this (a kind mismatch counts 4, each factor 2 in hosts or flow size 1) is
+only indicative."""
 
 
 def _quantiles(x: npt.NDArray[np.float64]) -> dict[str, float]:
@@ -89,3 +93,25 @@ def nearest(kind: str, hosts: int, flow_bytes: float, *, path: Path = TABLE_PATH
     return Measured(name=row["name"], kind=row["kind"], hosts=int(row["hosts"]), flow_bytes=float(row["flow_bytes"]),
                     rel_error=dict(row["rel_error"]), flow_median_abs_rel_error=float(row["flow_median_abs_rel_error"]),
                     reference_self_rel_error=dict(row["reference_self_rel_error"]), distance=d)
+
+
+def for_flows(dsts: Sequence[str], sizes: Sequence[float], hosts: int, dcqcn: str) -> dict[str, Any] | None:
+    """The measured error to print next to a run's FCTs, as a JSON-able record; None without a table row.
+
+    The traffic kind is ``incast`` when every flow has one destination, else ``perm``; the size is the median
+    flow size. The table was measured with PFC alone (the reference has no DCQCN); a DCQCN run says so.
+    """
+    if not dsts or not sizes:
+        return None
+    kind = "incast" if len(set(dsts)) == 1 and len(dsts) > 1 else "perm"
+    m = nearest(kind, hosts, float(np.median(sizes)))
+    if m is None:
+        return None
+    notes = []
+    if m.distance > FAR:
+        notes.append(f"far from this run ({kind}, {hosts} hosts): indicative only")
+    if dcqcn != "none":
+        notes.append("measured with PFC alone; the reference has no DCQCN")
+    return {"nearest": m.name, "distance": round(m.distance, 3), "rel_error": m.rel_error,
+            "flow_median_abs_rel_error": m.flow_median_abs_rel_error,
+            "reference_self_rel_error": m.reference_self_rel_error, "notes": notes}

@@ -87,7 +87,9 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
     free_dt = cap_dt
     drain = np.zeros(n_s)  # per segment: fixed FIFO drain per step once closed (inf: closed and empty)
-    any_closed = False
+    draining = np.zeros(0, dtype=np.int64)  # closed segments that still hold bytes
+    injected = np.zeros(n_f, dtype=bool)
+    n_injected = 0
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -166,22 +168,25 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         arr.fill(0.0)
         queue = np.bincount(net.seg_edge, buf, n_e)
         cap = free_dt * running
-        injected = (remaining <= 0.0) & active
-        if np.count_nonzero(injected):
+        if n_injected:
             cand = np.flatnonzero(injected & (drain[net.last_seg] == 0.0))
             if cand.size and (shut := newly_closed(net, cand, pending, buf, drain)).size:
                 e_shut = net.seg_edge[shut]
                 rate = free_dt[e_shut] * buf[shut] / np.maximum(queue[e_shut], _EPS)
                 drain[shut] = np.where(buf[shut] > 0.0, np.maximum(rate, _EPS), np.inf)
-                any_closed = True
-        if any_closed:
-            fixed = np.minimum(buf, drain) * running[net.seg_edge]
-            open_buf = np.where(drain > 0.0, 0.0, buf)
-            left = np.maximum(cap - np.bincount(net.seg_edge, fixed, n_e), 0.0)
-            frac = np.minimum(1.0, left / np.maximum(np.bincount(net.seg_edge, open_buf, n_e), _EPS))
-            dep = open_buf * frac[net.seg_edge] + fixed
+                draining = np.union1d(draining, shut[buf[shut] > 0.0])
+        if draining.size:
+            # Closed segments leave at their fixed rate; the open ones share what is left in proportion.
+            de = net.seg_edge[draining]
+            fixed = np.minimum(buf[draining], drain[draining]) * running[de]
+            held = np.bincount(de, buf[draining], n_e)
+            left = np.maximum(cap - np.bincount(de, fixed, n_e), 0.0)
+            frac = np.minimum(1.0, left / np.maximum(queue - held, _EPS))
+            dep = buf * frac[net.seg_edge]
+            dep[draining] = fixed
             buf -= dep
-            q_post = cast(F64, np.bincount(net.seg_edge, buf, n_e))
+            q_post = (queue - held) * (1.0 - frac) + np.bincount(de, buf[draining], n_e)
+            draining = draining[buf[draining] > 0.0]
         else:
             frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
             dep = buf * frac[net.seg_edge]
@@ -206,6 +211,9 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             want = want * scale[net.src_nic_edge]
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj
+        if n_injected < n_f and np.count_nonzero(just := (remaining <= 0.0) & ~injected):
+            injected |= just
+            n_injected = int(np.count_nonzero(injected))
         if uniform_inject:
             pending[(t + inject_row) % depth, net.first_seg] += inj
         else:
