@@ -65,6 +65,9 @@ class Measured:
     rel_error: dict[str, float]
     flow_median_abs_rel_error: float
     reference_self_rel_error: dict[str, float]
+    worst_abs_rel_error: dict[str, float]
+    """Over all the reference's ECMP draws measured (``draws``), the largest |error| at each quantile."""
+    draws: int
     distance: float
     """0 when the run matches the measured scenario's kind, hosts and flow size; grows with log ratios."""
 
@@ -92,7 +95,10 @@ def nearest(kind: str, hosts: int, flow_bytes: float, *, path: Path = TABLE_PATH
     d, row = best
     return Measured(name=row["name"], kind=row["kind"], hosts=int(row["hosts"]), flow_bytes=float(row["flow_bytes"]),
                     rel_error=dict(row["rel_error"]), flow_median_abs_rel_error=float(row["flow_median_abs_rel_error"]),
-                    reference_self_rel_error=dict(row["reference_self_rel_error"]), distance=d)
+                    reference_self_rel_error=dict(row["reference_self_rel_error"]),
+                    worst_abs_rel_error=dict(row.get("worst_abs_rel_error") or
+                                             {q: abs(v) for q, v in row["rel_error"].items()}),
+                    draws=int(row.get("draws", 1)), distance=d)
 
 
 def for_flows(dsts: Sequence[str], sizes: Sequence[float], hosts: int, dcqcn: str) -> dict[str, Any] | None:
@@ -114,4 +120,5 @@ def for_flows(dsts: Sequence[str], sizes: Sequence[float], hosts: int, dcqcn: st
         notes.append("measured with PFC alone; the reference has no DCQCN")
     return {"nearest": m.name, "distance": round(m.distance, 3), "rel_error": m.rel_error,
             "flow_median_abs_rel_error": m.flow_median_abs_rel_error,
+            "worst_abs_rel_error": m.worst_abs_rel_error, "draws": m.draws,
             "reference_self_rel_error": m.reference_self_rel_error, "notes": notes}
