@@ -90,6 +90,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     draining = np.zeros(0, dtype=np.int64)  # closed segments that still hold bytes
     injected = np.zeros(n_f, dtype=bool)
     n_injected = 0
+    last_open = np.ones(n_f, dtype=bool)  # the flow's last segment is not closed yet
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -169,12 +170,13 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         queue = np.bincount(net.seg_edge, buf, n_e)
         cap = free_dt * running
         if n_injected:
-            cand = np.flatnonzero(injected & (drain[net.last_seg] == 0.0))
+            cand = np.flatnonzero(injected & last_open)
             if cand.size and (shut := newly_closed(net, cand, pending, buf, drain)).size:
                 e_shut = net.seg_edge[shut]
                 rate = free_dt[e_shut] * buf[shut] / np.maximum(queue[e_shut], _EPS)
                 drain[shut] = np.where(buf[shut] > 0.0, np.maximum(rate, _EPS), np.inf)
                 draining = np.union1d(draining, shut[buf[shut] > 0.0])
+                last_open = drain[net.last_seg] == 0.0
         if draining.size:
             # Closed segments leave at their fixed rate; the open ones share what is left in proportion.
             de = net.seg_edge[draining]
@@ -205,10 +207,12 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             rc_seen, active_seen = rp.rc, active
             want_base = rp.rc * (dt / 8 * net.payload_fraction) * active
         want = want_base
-        if shared_nic or with_acks:
+        if shared_nic:
             load = np.bincount(net.src_nic_edge, want, n_e)
             scale = np.minimum(1.0, free_dt / np.maximum(load, _EPS))
             want = want * scale[net.src_nic_edge]
+        elif with_acks:  # one flow per NIC: it gets what the ACKs leave of its link
+            want = np.minimum(want, free_dt[net.src_nic_edge])
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj
         if n_injected < n_f and np.count_nonzero(just := (remaining <= 0.0) & ~injected):
@@ -263,7 +267,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         xoff_n += state
         hist[t % p_depth] = state
         if uniform_pause:
-            paused = hist[(t + 1 - pause_row) % p_depth].copy()
+            # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
+            paused = hist[(t + 1 - pause_row) % p_depth]
         else:
             paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
         running = ~paused
