@@ -44,7 +44,8 @@ def test_fixed_point_matches_the_published_table() -> None:
 def test_incast_converges_to_fair_share_and_fixed_point() -> None:
     fabric, flows = _three_incasts()
     # 4 us moves 20 KB per step at 40G, well inside the 64 KiB limit; the fluid model needs no finer step here.
-    cfg = SimConfig(step_s=4e-6, duration_s=60e-3, dcqcn="paper", mtu=1000, records=300)
+    # The fluid model counts 1000-byte wire packets: no separate header share (header_bytes=0).
+    cfg = SimConfig(step_s=4e-6, duration_s=60e-3, dcqcn="paper", mtu=1000, header_bytes=0, records=300)
     net = compile_network(fabric, flows, cfg)
     trace = run(net, cfg)
     t = trace.series_t

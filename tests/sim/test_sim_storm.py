@@ -56,7 +56,9 @@ def test_cli_writes_counters_plot_and_json(tmp_path: Path, capsys: pytest.Captur
                "--plot", str(plot)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert list(doc) == ["scenario", "params", "sim_time_s", "wall_s", "flows", "drops", "pause", "queues"]
+    assert list(doc) == ["scenario", "params", "sim_time_s", "wall_s", "flows", "drops", "pause", "queues",
+                         "reference_error"]
+    assert doc["reference_error"] is None  # long-lived flows: no completion to put an error on
     assert set(doc["flows"][0]) == {"id", "bytes", "fct_s", "mean_rate_bps"}
     lines = counters.read_text().splitlines()
     assert lines and all(Sample.from_json(line).source == "sim" for line in lines)

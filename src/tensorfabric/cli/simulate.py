@@ -36,7 +36,7 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @fabric_option("Simulate this fabric spec (YAML) instead of the scenario's own topology.")
 @click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
 @click.option("--flows", type=count(1, 100_000),
-              help="Number of senders (incast, victim-flow, capacity-growth) or TP degree.")
+              help="Number of senders (incast, victim-flow, capacity-growth), TP degree, or hosts (permutation).")
 @click.option("--size", type=SIZE, help="Bytes per flow (default: long-lived flows).")
 @click.option("--rate", type=RATE, help="Link rate of the built-in topology, e.g. 40G or 100gbit.")
 @click.option("--kmin", type=SIZE, help="ECN Kmin, e.g. 5KB.")
@@ -90,12 +90,22 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     # Both outputs are made in memory first; a full or read-only disk then says which were written.
     write_files([*([(counters, _counter_lines(result), None)] if counters else []),
                  *([(plot, _plot(result), None)] if plot else [])])
+    accuracy = _accuracy(result)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "reference_error": accuracy})
     else:
-        _render(result)
+        _render(result, accuracy)
     # 1: bytes were dropped in a simulation that was meant to be lossless (PFC on).
     return 1 if result.drops_bytes > 0 and result.params.get("pfc", True) else 0
+
+
+def _accuracy(result: Any) -> dict[str, Any] | None:
+    """Measured model error on the nearest packet-level reference scenario (None: no finished flow)."""
+    from tensorfabric.sim.accuracy import for_flows
+
+    done = [f for f in result.flows if f.fct_s is not None]
+    return for_flows([f.dst for f in done], [f.bytes for f in done], len(result.network.fabric.hosts),
+                     str(result.params.get("dcqcn", "none")))
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -146,7 +156,7 @@ def _plot(result: Any) -> bytes:
     return figure_png(fig, dpi=100)
 
 
-def _render(result: Any) -> None:
+def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
     from rich.table import Table
 
     from tensorfabric.units import format_duration, format_rate, format_size
@@ -160,7 +170,15 @@ def _render(result: Any) -> None:
     if done:
         done.sort()
         con.print(f"completion: min {format_duration(done[0])}, median {format_duration(done[len(done) // 2])}, "
+                  f"p99 {format_duration(done[min(len(done) - 1, int(0.99 * len(done)))])}, "
                   f"max {format_duration(done[-1])}")
+    if accuracy is not None:
+        e, worst = accuracy["rel_error"], accuracy["worst_abs_rel_error"]
+        con.print(f"model error vs packet-level reference (htsim) on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
+                  f"p99 {e['p99']:+.1%}, max {e['max']:+.1%}, flow by flow median "
+                  f"{accuracy['flow_median_abs_rel_error']:.1%}; worst of {accuracy['draws']} ECMP draws "
+                  f"p50 {worst['p50']:.1%}, p99 {worst['p99']:.1%}, max {worst['max']:.1%}" +
+                  "".join(f"; {n}" for n in accuracy["notes"]))
     table = Table(title="flows", show_lines=False)
     for col in ("id", "src", "dst", "bytes", "fct", "mean rate", "tag"):
         table.add_column(col)

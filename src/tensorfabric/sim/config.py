@@ -33,6 +33,12 @@ class SimConfig:
     pfc: PfcConfig = field(default_factory=PfcConfig)
     mtu: int = 4096
     """Packet size for packet counters and the headroom's in-flight MTUs."""
+    header_bytes: int = 82
+    """Wire bytes each MTU-sized packet carries besides its payload: Ethernet 14 + FCS 4, IPv4 20, UDP 8,
+    BTH 12, ICRC 4, preamble and inter-frame gap 20. Links carry payload at rate x mtu / (mtu + header)."""
+    ack_bytes: int = 0
+    """Wire bytes of the acknowledgement each delivered packet sends back along the reverse path (0: ACKs
+    coalesced away); they take that share of the reverse links' capacity."""
     nic_delay_s: float = 1e-6
     """Notification-to-reaction processing added to the path round trip in the DCQCN feedback delay."""
     seed: int = 0
@@ -59,6 +65,8 @@ class SimConfig:
                              "duration or a coarser step")
         if self.dcqcn not in ("paper", "firmware", "none"):
             raise InputError(f"dcqcn: {self.dcqcn!r} is not one of paper, firmware, none")
+        if self.header_bytes < 0 or self.ack_bytes < 0:
+            raise InputError(f"header {self.header_bytes!r} and ack {self.ack_bytes!r} bytes must not be negative")
         if self.mtu < 64 or self.records < 2:
             raise InputError(f"mtu {self.mtu!r} must be >= 64 bytes and records {self.records!r} >= 2")
         if self.counter_interval_s is not None and self.counter_interval_s < self.step_s:

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.ecn import mark_probability
+from tensorfabric.sim.fifo import newly_closed
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
 from tensorfabric.sim.reaction import make_reaction_point
@@ -81,6 +82,15 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pending = np.zeros((depth, n_s))
     buf = np.zeros(n_s)
     cap_dt = net.cap_bytes_s * dt
+    # ACKs ride the reverse links: last step's deliveries take ack/mtu of their wire share there.
+    with_acks = net.ack_edge.size > 0
+    ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
+    free_dt = cap_dt
+    drain = np.zeros(n_s)  # per segment: fixed FIFO drain per step once closed (inf: closed and empty)
+    draining = np.zeros(0, dtype=np.int64)  # closed segments that still hold bytes
+    injected = np.zeros(n_f, dtype=bool)
+    n_injected = 0
+    last_open = np.ones(n_f, dtype=bool)  # the flow's last segment is not closed yet
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -158,27 +168,56 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         buf += arr
         arr.fill(0.0)
         queue = np.bincount(net.seg_edge, buf, n_e)
-        cap = cap_dt * running
-        frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
-        dep = buf * frac[net.seg_edge]
-        buf -= dep
-        q_post = queue * (1.0 - frac)
+        cap = free_dt * running
+        if n_injected:
+            cand = np.flatnonzero(injected & last_open)
+            if cand.size and (shut := newly_closed(net, cand, pending, buf, drain)).size:
+                e_shut = net.seg_edge[shut]
+                rate = free_dt[e_shut] * buf[shut] / np.maximum(queue[e_shut], _EPS)
+                drain[shut] = np.where(buf[shut] > 0.0, np.maximum(rate, _EPS), np.inf)
+                draining = np.union1d(draining, shut[buf[shut] > 0.0])
+                last_open = drain[net.last_seg] == 0.0
+        if draining.size:
+            # Closed segments leave at their fixed rate; the open ones share what is left in proportion.
+            de = net.seg_edge[draining]
+            fixed = np.minimum(buf[draining], drain[draining]) * running[de]
+            held = np.bincount(de, buf[draining], n_e)
+            left = np.maximum(cap - np.bincount(de, fixed, n_e), 0.0)
+            frac = np.minimum(1.0, left / np.maximum(queue - held, _EPS))
+            dep = buf * frac[net.seg_edge]
+            dep[draining] = fixed
+            buf -= dep
+            q_post = (queue - held) * (1.0 - frac) + np.bincount(de, buf[draining], n_e)
+            draining = draining[buf[draining] > 0.0]
+        else:
+            frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
+            dep = buf * frac[net.seg_edge]
+            buf -= dep
+            q_post = queue * (1.0 - frac)
         np.maximum(qmax, q_post, out=qmax)
         if uniform_fwd:
             pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
         else:
             pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
-        delivered += dep[net.last_seg]
+        got = dep[net.last_seg]
+        delivered += got
+        if with_acks:
+            free_dt = np.maximum(cap_dt - np.bincount(net.ack_edge, got[net.ack_flow] * ack_ratio, n_e), 0.0)
         if rp.rc is not rc_seen or active is not active_seen:  # rates change only on updates and events
             rc_seen, active_seen = rp.rc, active
-            want_base = rp.rc * (dt / 8) * active
+            want_base = rp.rc * (dt / 8 * net.payload_fraction) * active
         want = want_base
         if shared_nic:
             load = np.bincount(net.src_nic_edge, want, n_e)
-            scale = np.minimum(1.0, cap_dt / np.maximum(load, _EPS))
+            scale = np.minimum(1.0, free_dt / np.maximum(load, _EPS))
             want = want * scale[net.src_nic_edge]
+        elif with_acks:  # one flow per NIC: it gets what the ACKs leave of its link
+            want = np.minimum(want, free_dt[net.src_nic_edge])
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj
+        if n_injected < n_f and np.count_nonzero(just := (remaining <= 0.0) & ~injected):
+            injected |= just
+            n_injected = int(np.count_nonzero(injected))
         if uniform_inject:
             pending[(t + inject_row) % depth, net.first_seg] += inj
         else:
@@ -228,7 +267,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         xoff_n += state
         hist[t % p_depth] = state
         if uniform_pause:
-            paused = hist[(t + 1 - pause_row) % p_depth].copy()
+            # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
+            paused = hist[(t + 1 - pause_row) % p_depth]
         else:
             paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
         running = ~paused
@@ -238,7 +278,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             goal_left[done] = np.inf
             finished |= done
             active = started & ~finished
-            finish[done] = now + dt
+            finish[done] = now + dt + net.ack_delay_s[done]
             for stage in np.unique(net.stage[done]):
                 stage_left[stage] -= int(np.count_nonzero(net.stage[done] == stage))
                 if stage > 0 and stage_left[stage] == 0:

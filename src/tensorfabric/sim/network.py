@@ -70,6 +70,14 @@ class Network:
     line_bps: F64
     """Per flow: rate of its source NIC."""
     delay_depth: int
+    payload_fraction: float
+    """mtu / (mtu + header): the share of a link's bits that is payload."""
+    ack_edge: I64
+    """(ack_edge, ack_flow): each edge of each flow's reverse path, which its ACKs load."""
+    ack_flow: I64
+    ack_delay_s: F64
+    """Per flow: flight time of the last ACK back to the sender (0 without ACKs): completion is when the
+    sender learns, as an RDMA write completes on its ACK."""
 
 
 def _steps(seconds: float, step_s: float) -> int:
@@ -86,7 +94,8 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     n_e = len(edges)
     for e in edges:
         cfg.check_rate(e.rate_bps)
-    cap = np.array([e.rate_bps / 8 for e in edges])
+    payload_fraction = cfg.mtu / (cfg.mtu + cfg.header_bytes)
+    cap = np.array([e.rate_bps / 8 * payload_fraction for e in edges])
     prop = np.array([e.cable_m * PROPAGATION_S_PER_M for e in edges])
     switches = sorted({e.dst for e in edges if e.dst not in graph.hosts})
     sw_index = {name: i for i, name in enumerate(switches)}
@@ -126,6 +135,17 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     is_last[last_a] = True
     fwd_from = np.flatnonzero(~is_last)
     inject = data_steps[np.array([p[0] for p in paths])]
+    ack_edge: list[int] = []
+    ack_flow: list[int] = []
+    ack_delay = np.zeros(len(paths))
+    if cfg.ack_bytes:
+        for f, path in enumerate(paths):
+            for hop in path:
+                back = graph.by_pair.get((edges[hop].dst, edges[hop].src))
+                if back is not None:
+                    ack_edge.append(back)
+                    ack_flow.append(f)
+                    ack_delay[f] += prop[back] + cfg.ack_bytes * 8 / edges[back].rate_bps
     return Network(
         fabric=fabric, edges=edges, flows=tuple(flows), paths=tuple(paths), cap_bytes_s=cap, to_switch=to_switch,
         limit_bytes=limit, headroom_bytes=headroom, pause_steps=pause_steps, forced_pause=forced,
@@ -137,8 +157,12 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
         src_nic_edge=np.array([p[0] for p in paths], dtype=np.int64),
         dst_nic_edge=np.array([p[-1] for p in paths], dtype=np.int64),
         path_prop_s=np.array([prop[list(p)].sum() for p in paths]),
-        size=np.array([f.size_bytes for f in flows]), start_s=np.array([f.start_s for f in flows]),
+        size=np.array([f.size_bytes for f in flows], dtype=np.float64),
+        start_s=np.array([f.start_s for f in flows], dtype=np.float64),
         stage=np.array([f.stage for f in flows], dtype=np.int64), gap_s=np.array([f.gap_s for f in flows]),
         line_bps=np.array([edges[p[0]].rate_bps for p in paths]),
         delay_depth=int(max(data_steps.max(), inject.max())) + 1,
+        payload_fraction=payload_fraction,
+        ack_edge=np.array(ack_edge, dtype=np.int64), ack_flow=np.array(ack_flow, dtype=np.int64),
+        ack_delay_s=ack_delay,
     )

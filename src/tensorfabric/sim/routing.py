@@ -8,7 +8,7 @@ override the route (used to build a cyclic buffer dependency on purpose).
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +29,17 @@ class DirectedEdge:
     dst_port: str
     rate_bps: float
     cable_m: float
+
+
+def _ecmp_hash(flow_id: int, node: str, seed: int) -> int:
+    """A flow's hash at one switch, salted per switch and seed.
+
+    A cryptographic digest, not CRC32: CRC is affine over GF(2), so keys that differ only in the seed or
+    the switch name would shift every flow's choice by the same XOR -- every seed would give the same
+    collision pattern relabelled, and a flow's choices at successive switches would be correlated.
+    """
+    digest = hashlib.blake2b(f"{flow_id}:{node}:{seed}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
 
 
 class Graph:
@@ -98,8 +109,7 @@ class Graph:
             options = [e for e in self.out[node]
                        if (self.edges[e].dst == dst and here == 1)
                        or (self.edges[e].dst not in self.hosts and dist.get(self.edges[e].dst) == here - 1)]
-            key = zlib.crc32(f"{flow_id}:{node}:{seed}".encode())
-            edge = options[key % len(options)]
+            edge = options[_ecmp_hash(flow_id, node, seed) % len(options)]
             path.append(edge)
             node = self.edges[edge].dst
         return path

@@ -27,7 +27,7 @@ from tensorfabric.sim.engine import run
 from tensorfabric.sim.network import compile_network
 from tensorfabric.sim.pfc import PfcConfig
 from tensorfabric.sim.results import SimResult, port_name, summarize
-from tensorfabric.sim.workloads import Flow, ModelShape, incast, kv_cache_bytes, tp_decode
+from tensorfabric.sim.workloads import Flow, ModelShape, incast, kv_cache_bytes, permutation, tp_decode
 from tensorfabric.topology import Fabric
 
 __all__ = ["SCENARIOS", "Overrides", "Plan", "plan", "simulate"]
@@ -153,7 +153,8 @@ def _incast(o: Overrides, fabric: Fabric | None) -> Plan:
     hosts = _hosts(fab)
     if len(hosts) < n + 1:
         raise InputError(f"incast of {n} flows needs {n + 1} hosts; the fabric has {len(hosts)}")
-    cfg = _config(o, dcqcn="paper", duration_s=10e-3, ecn=EcnConfig(), pfc=PfcConfig(), mtu=1000)
+    # The DCQCN fluid model counts wire packets of 1000 B: no separate header share, so rates compare with C/N.
+    cfg = _config(o, dcqcn="paper", duration_s=10e-3, ecn=EcnConfig(), pfc=PfcConfig(), mtu=1000, header_bytes=0)
     flows = incast(hosts[1:n + 1], hosts[0], o.size_bytes or LONG_FLOW_BYTES)
     params = _params(cfg, rate, flows=n, size_bytes=o.size_bytes or LONG_FLOW_BYTES)
 
@@ -339,6 +340,32 @@ def _inference(o: Overrides, fabric: Fabric | None) -> Plan:
     return Plan(fab, flows, cfg, params, judge)
 
 
+# ---------------------------------------------------------------- permutation (packet-level comparison)
+
+HOP_CABLE_M = 200.0
+"""1 us per hop at 5 ns/m: the packet-level comparison's links (benchmarks/sim_vs_packet.py)."""
+REFERENCE_PFC = PfcConfig(xoff_bytes=15 * 4096, xon_offset_bytes=3 * 4096)
+"""htsim's default lossless-input thresholds: XOFF above 15, XON below 12 packets of 4096 B."""
+
+
+def _permutation(o: Overrides, fabric: Fabric | None) -> Plan:
+    rate = _rate_for(fabric, o, 100e9)
+    if fabric is None:
+        n = o.flows or 128
+        k = round((4 * n) ** (1 / 3))
+        if k < 2 or k % 2 or k ** 3 // 4 != n:
+            raise InputError(f"permutation: --flows {n} must be the host count k^3/4 of a k-ary fat tree "
+                             "(16, 54, 128, 250, 432, 1024, ...)")
+        fabric = topologies.fat_tree(k, rate, cable_m=HOP_CABLE_M, fabric_m=HOP_CABLE_M)
+    hosts = _hosts(fabric)
+    size = o.size_bytes or 4e6
+    flows = permutation(hosts, size, seed=1)
+    # Every packet acknowledged, as the reference's RoCE sink does; the completion is the last ACK's return.
+    cfg = _config(o, dcqcn="none", duration_s=0.5, ecn=ECN_100G, pfc=REFERENCE_PFC, ack_bytes=64)
+    params = _params(cfg, rate, hosts=len(hosts), size_bytes=size)
+    return Plan(fabric, flows, cfg, params)
+
+
 SCENARIOS: Registry[Callable[[Overrides, Fabric | None], Plan]] = Registry("scenario", {
     "incast": _incast,
     "victim-flow": _victim,
@@ -346,6 +373,7 @@ SCENARIOS: Registry[Callable[[Overrides, Fabric | None], Plan]] = Registry("scen
     "deadlock": _deadlock,
     "capacity-growth": _growth,
     "inference-tp": _inference,
+    "permutation": _permutation,
 })
 
 
