@@ -43,15 +43,15 @@ def test_run_json_single_rank(tiny: Path, capsys: pytest.CaptureFixture[str]) ->
     assert report["transport"] == "local" and report["codec"] == "none"
 
 
-def test_run_default_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """The embedded default (what ``make demo`` runs): tiny model made in the cache, tp=2 on two Gloo ranks;
-    here in bfloat16 with the int8 codec on every TP all-reduce, so one spawn also covers both."""
+def test_run_tiny_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``--model tiny``: the random tiny model made in the cache, tp=2 on two Gloo ranks; here in bfloat16 with
+    the int8 codec on every TP all-reduce, so one spawn also covers both."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(key, raising=False)
     capsys.readouterr()
-    assert main(["run", "--max-new-tokens", "8", "--dtype", "bfloat16", "--comm-codec", "int8",
+    assert main(["run", "--model", "tiny", "--max-new-tokens", "8", "--dtype", "bfloat16", "--comm-codec", "int8",
                  "--comm-codec-decode", "--ignore-eos", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert RUN_KEYS <= report.keys() and report["tp"] == 2 and report["transport"] == "gloo/tcp"
