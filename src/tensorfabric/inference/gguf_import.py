@@ -94,6 +94,14 @@ def _count(reader: GGUFReader, key: str, source: str, default: int | None = None
     return value
 
 
+def _f32(value: Any) -> float:
+    """A float32 metadata value as the shortest decimal that round-trips it (1e-05, not 9.999999747378752e-06):
+    the number the converter was given."""
+    import numpy as np
+
+    return float(str(np.float32(value)))
+
+
 def gguf_config(reader: GGUFReader, source: str) -> tuple[str, ModelConfig]:
     """The architecture name and the model config the metadata describes."""
     arch = _value(reader, "general.architecture", source, required=True)
@@ -113,7 +121,7 @@ def gguf_config(reader: GGUFReader, source: str) -> tuple[str, ModelConfig]:
     scaling = _value(reader, p + "rope.scaling.type", source, "none")
     rope = RopeScaling()
     if scaling == "linear":
-        rope = RopeScaling("linear", float(_value(reader, p + "rope.scaling.factor", source, required=True)))
+        rope = RopeScaling("linear", _f32(_value(reader, p + "rope.scaling.factor", source, required=True)))
     elif scaling != "none":
         raise InputError(f"{source}: rope scaling {scaling!r} is not supported; accepted: none, linear")
     names = {t.name for t in reader.tensors}
@@ -124,8 +132,8 @@ def gguf_config(reader: GGUFReader, source: str) -> tuple[str, ModelConfig]:
            "num_hidden_layers": _count(reader, p + "block_count", source),
            "intermediate_size": _count(reader, p + "feed_forward_length", source),
            "vocab_size": _count(reader, p + "vocab_size", source, len(tokens) or None),
-           "rms_norm_eps": float(_value(reader, p + "attention.layer_norm_rms_epsilon", source, required=True)),
-           "rope_theta": float(_value(reader, p + "rope.freq_base", source, 10000.0)),
+           "rms_norm_eps": _f32(_value(reader, p + "attention.layer_norm_rms_epsilon", source, required=True)),
+           "rope_theta": _f32(_value(reader, p + "rope.freq_base", source, 10000.0)),
            "rope_scaling": None if rope.kind == "default" else {"rope_type": rope.kind, "factor": rope.factor},
            "max_position_embeddings": _count(reader, p + "context_length", source, 2048),
            "tie_word_embeddings": "output.weight" not in names,
