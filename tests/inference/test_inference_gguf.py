@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
 from gguf import GGMLQuantizationType as Q
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from safetensors.torch import load_file
 
 from tensorfabric.cli.main import main
@@ -159,3 +162,26 @@ def test_smollm2_tokenizer_and_chat_template_match_transformers(smollm2_gguf: Pa
     cfg = load_config(smollm2)
     assert (cfg.num_heads, cfg.num_kv_heads, cfg.hidden_size, cfg.num_layers, cfg.vocab_size) == (9, 3, 576, 30, 49152)
     assert cfg.tie_word_embeddings and cfg.eos_token_ids == (2,)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.tuples(st.integers(0, 6000), st.integers(0, 255)), min_size=1, max_size=8),
+       length=st.one_of(st.none(), st.integers(0, 10**7)))
+def test_damaged_files_only_raise_input_errors(f32_gguf: Path, tmp_path: Path, cuts: list[tuple[int, int]],
+                                               length: int | None) -> None:
+    """Bytes overwritten anywhere (header, metadata, tensor table, data) and the file cut anywhere: the import
+    either succeeds or raises InputError/ParseError, and a failed one writes nothing."""
+    data = bytearray(f32_gguf.read_bytes())
+    for where, value in cuts:
+        data[where % len(data)] = value
+    if length is not None:
+        data = data[: length % (len(data) + 1)]
+    source = tmp_path / "damaged.gguf"
+    source.write_bytes(bytes(data))
+    target = tmp_path / "damaged-out"
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        import_gguf(source, target)
+    except InputError:
+        assert not target.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -14,6 +14,7 @@ BPE with a known pre-tokenizer.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -203,8 +204,8 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
                 force: bool = False) -> GGUFImport:
     """Convert the GGUF file ``path`` into a checkpoint directory ``target`` (absent or empty unless ``force``).
     Every check runs before anything is written; the directory appears complete or not at all."""
-    from gguf.quants import dequantize as _probe  # noqa: F401 -- fail here, not mid-write, without the package
-
+    if importlib.util.find_spec("gguf") is None:
+        raise InputError("reading GGUF needs the gguf package: pip install gguf==0.19.0")
     target = Path(target)
     check_target(target, force)
     source = str(path)
