@@ -239,8 +239,7 @@ def plot_real(result: dict[str, Any], path: Path) -> None:
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     right.set_xticks(list(x), names)
     right.set_ylabel("TTFT (ms, median)")
-    right.set_yscale("log")
-    right.set_title("where TTFT goes (left none, right int8, hatched)")
+    right.set_title("where TTFT goes (left none, right int8 hatched)")
     right.legend(fontsize=8)
     fig.tight_layout()
     atomic_write_figure(path, fig, dpi=100)
