@@ -33,9 +33,9 @@ def llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
 
 
 def write_gguf(path: Path, checkpoint: Path, cfg: ModelConfig, qtypes: dict[str, GGMLQuantizationType], *,
-               arch: str = "llama") -> Path:
+               arch: str = "llama", raw: dict[str, tuple[GGMLQuantizationType, np.ndarray]] | None = None) -> Path:
     """Convert a tiny checkpoint to GGUF. ``qtypes`` maps a GGUF name suffix (``attn_q.weight``) to its type;
-    everything else is F32."""
+    everything else is F32. ``raw`` gives some tensors as already-encoded blocks (GGUF name -> type, bytes)."""
     tensors = load_file(str(checkpoint / "model.safetensors"))
     w = GGUFWriter(str(path), arch)
     w.add_string("general.name", "tiny test model")
@@ -63,6 +63,9 @@ def write_gguf(path: Path, checkpoint: Path, cfg: ModelConfig, qtypes: dict[str,
                         "{% if add_generation_prompt %}assistant:{% endif %}")
     for hf, t in tensors.items():
         name = gguf_name(hf)
+        if raw and name in raw:
+            w.add_tensor(name, raw[name][1], raw_dtype=raw[name][0])
+            continue
         data = t.float().numpy()
         if name.endswith("attn_q.weight"):
             data = llama_cpp_permute(data, cfg.num_heads)

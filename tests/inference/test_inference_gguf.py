@@ -185,3 +185,35 @@ def test_damaged_files_only_raise_input_errors(f32_gguf: Path, tmp_path: Path, c
     except InputError:
         assert not target.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_k_quants_go_through_the_packages_dequantiser(tmp_path: Path) -> None:
+    """The package has K-quant dequantisers but no quantisers: write raw Q4_K / Q6_K blocks (random bits, sane
+    float16 scales) and check the imported tensors are exactly its dequantisation, in Hugging Face orientation."""
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.constants import GGML_QUANT_SIZES
+    from gguf.quants import dequantize
+
+    cfg = tiny_config(layers=1, hidden=256, heads=4, kv_heads=2, vocab=260, intermediate=512)
+    tiny = make_tiny(tmp_path / "ckpt", cfg, seed=2)
+    rng = np.random.default_rng(0)
+
+    def blocks(qtype: Q, rows: int, cols: int, scale_at: tuple[int, ...]) -> np.ndarray:
+        _, size = GGML_QUANT_SIZES[qtype]
+        raw = rng.integers(0, 256, size=(rows, cols // 256, size), dtype=np.uint8)
+        for at in scale_at:  # float16 super-block scales: small and finite
+            raw[:, :, at:at + 2] = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
+        return raw.reshape(rows, -1)
+
+    raw = {"blk.0.ffn_gate.weight": (Q.Q4_K, blocks(Q.Q4_K, 512, 256, (0, 2))),
+           "blk.0.ffn_up.weight": (Q.Q6_K, blocks(Q.Q6_K, 512, 256, (208,)))}
+    gguf = write_gguf(tmp_path / "k.gguf", tiny, cfg, {}, raw=raw)
+    out = tmp_path / "out"
+    assert import_gguf(gguf, out).tensor_types == {"F32": 10, "Q4_K": 1, "Q6_K": 1}
+    tensors = {t.name: t for t in GGUFReader(str(gguf)).tensors}
+    for name, hf in (("blk.0.ffn_gate.weight", "model.layers.0.mlp.gate_proj.weight"),
+                     ("blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight")):
+        expected = torch.from_numpy(dequantize(tensors[name].data, tensors[name].tensor_type).copy())
+        got = open_checkpoint(out).read(hf)
+        assert got.shape == (512, 256) and torch.isfinite(got).all() and torch.equal(got, expected), name
