@@ -39,13 +39,13 @@ def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str,
     from tensorfabric.inference.default import default_model, tiny_model
 
     if model_dir is not None and str(model_dir) != TINY:
-        return model_dir, tp or 2
+        return model_dir, 2 if tp is None else tp
     if model_dir is not None:
-        return tiny_model(environ), tp or 2
+        return tiny_model(environ), 2 if tp is None else tp
     chosen = default_model(environ)
     if not chosen.real:
         click.echo(f"tensorfabric: {chosen.fallback_reason}; running the random tiny model instead", err=True)
-    return chosen.directory, tp or chosen.tp
+    return chosen.directory, chosen.tp if tp is None else tp
 
 
 def _bars(stack: ExitStack) -> Callable[[str, int], Callable[[float], None]]:
@@ -103,7 +103,7 @@ def _render(report: dict[str, Any]) -> None:
     texts = report["text"] if isinstance(report["text"], list) else [report["text"]]
     con.print(f"model: {report['model']}", markup=False)
     if Path(report["model"]).name == TINY_NAME:
-        con.print("(the embedded default is a random-initialised tiny model: its text is noise, its traffic is real)")
+        con.print("(the tiny model is random-initialised: its text is noise, its traffic is real)")
     for i, text in enumerate(texts):
         # A random model emits arbitrary bytes; control characters must not drive the terminal.
         shown = "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text)
