@@ -33,9 +33,11 @@ def llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
 
 
 def write_gguf(path: Path, checkpoint: Path, cfg: ModelConfig, qtypes: dict[str, GGMLQuantizationType], *,
-               arch: str = "llama", raw: dict[str, tuple[GGMLQuantizationType, np.ndarray]] | None = None) -> Path:
+               arch: str = "llama", raw: dict[str, tuple[GGMLQuantizationType, np.ndarray]] | None = None,
+               extra: dict[str, np.ndarray] | None = None) -> Path:
     """Convert a tiny checkpoint to GGUF. ``qtypes`` maps a GGUF name suffix (``attn_q.weight``) to its type;
-    everything else is F32. ``raw`` gives some tensors as already-encoded blocks (GGUF name -> type, bytes)."""
+    everything else is F32. ``raw`` gives some tensors as already-encoded blocks (GGUF name -> type, bytes);
+    ``extra`` adds float32 tensors the checkpoint does not have."""
     tensors = load_file(str(checkpoint / "model.safetensors"))
     w = GGUFWriter(str(path), arch)
     w.add_string("general.name", "tiny test model")
@@ -78,6 +80,8 @@ def write_gguf(path: Path, checkpoint: Path, cfg: ModelConfig, qtypes: dict[str,
             w.add_tensor(name, data.astype(np.float16))
         else:
             w.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
+    for name, data in (extra or {}).items():
+        w.add_tensor(name, data.astype(np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -217,3 +217,20 @@ def test_k_quants_go_through_the_packages_dequantiser(tmp_path: Path) -> None:
         expected = torch.from_numpy(dequantize(tensors[name].data, tensors[name].tensor_type).copy())
         got = open_checkpoint(out).read(hf)
         assert got.shape == (512, 256) and torch.isfinite(got).all() and torch.equal(got, expected), name
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ({"blk.01.attn_norm.weight": (64,)}, "two tensors map to model.layers.1.input_layernorm.weight"),
+    ({"rope_freqs.weight": (8,)}, "per-dimension rotary frequencies"),
+    ({"blk.0.attn_q.bias": (64,)}, "is a bias"),
+    ({"blk.2.attn_norm.weight": (64,)}, "beyond the 2 layers"),
+    ({"blk.0.attn_qkv.weight": (64,)}, "has no Llama counterpart"),
+])
+def test_tensors_we_cannot_place_are_refused(extra: dict[str, tuple[int, ...]], needle: str, tiny: Path,
+                                            tmp_path: Path) -> None:
+    import numpy as np
+
+    gguf = write_gguf(tmp_path / "extra.gguf", tiny, CFG, {}, extra={k: np.ones(s) for k, s in extra.items()})
+    with pytest.raises(InputError, match=needle):
+        import_gguf(gguf, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -95,11 +95,13 @@ def _count(reader: GGUFReader, key: str, source: str, default: int | None = None
     return value
 
 
-def _f32(value: Any) -> float:
+def _f32(value: Any, source: str) -> float:
     """A float32 metadata value as the shortest decimal that round-trips it (1e-05, not 9.999999747378752e-06):
     the number the converter was given."""
     import numpy as np
 
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(f"metadata value {value!r} is not a number", source=source)
     return float(str(np.float32(value)))
 
 
@@ -122,7 +124,7 @@ def gguf_config(reader: GGUFReader, source: str) -> tuple[str, ModelConfig]:
     scaling = _value(reader, p + "rope.scaling.type", source, "none")
     rope = RopeScaling()
     if scaling == "linear":
-        rope = RopeScaling("linear", _f32(_value(reader, p + "rope.scaling.factor", source, required=True)))
+        rope = RopeScaling("linear", _f32(_value(reader, p + "rope.scaling.factor", source, required=True), source))
     elif scaling != "none":
         raise InputError(f"{source}: rope scaling {scaling!r} is not supported; accepted: none, linear")
     names = {t.name for t in reader.tensors}
@@ -133,8 +135,8 @@ def gguf_config(reader: GGUFReader, source: str) -> tuple[str, ModelConfig]:
            "num_hidden_layers": _count(reader, p + "block_count", source),
            "intermediate_size": _count(reader, p + "feed_forward_length", source),
            "vocab_size": _count(reader, p + "vocab_size", source, len(tokens) or None),
-           "rms_norm_eps": _f32(_value(reader, p + "attention.layer_norm_rms_epsilon", source, required=True)),
-           "rope_theta": _f32(_value(reader, p + "rope.freq_base", source, 10000.0)),
+           "rms_norm_eps": _f32(_value(reader, p + "attention.layer_norm_rms_epsilon", source, required=True), source),
+           "rope_theta": _f32(_value(reader, p + "rope.freq_base", source, 10000.0), source),
            "rope_scaling": None if rope.kind == "default" else {"rope_type": rope.kind, "factor": rope.factor},
            "max_position_embeddings": _count(reader, p + "context_length", source, 2048),
            "tie_word_embeddings": "output.weight" not in names,
@@ -189,6 +191,9 @@ def _producer(t: ReaderTensor, hf: str, shape: tuple[int, ...], cfg: ModelConfig
         except NotImplementedError as exc:
             raise InputError(f"{source}: tensor {t.name!r} is stored as {t.tensor_type.name}, which the gguf "
                              "package cannot dequantise") from exc
+        except ValueError as exc:  # block data whose size does not fit its type (a damaged tensor table)
+            raise ParseError(f"tensor {t.name!r} ({t.tensor_type.name}) does not decode: {exc}",
+                             source=source) from exc
         values = values.astype(np.float32, copy=False).reshape(shape)
         if hf.endswith("self_attn.q_proj.weight"):
             values = unpermute_rows(values, cfg.num_heads)
@@ -206,6 +211,8 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
     Every check runs before anything is written; the directory appears complete or not at all."""
     if importlib.util.find_spec("gguf") is None:
         raise InputError("reading GGUF needs the gguf package: pip install gguf==0.19.0")
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise InputError(f"dtype {dtype!r} is not one of float32, bfloat16, float16")
     target = Path(target)
     check_target(target, force)
     source = str(path)
@@ -214,6 +221,7 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
     expected = _expected_shapes(cfg)
     planned: list[PlannedTensor] = []
     types: Counter[str] = Counter()
+    seen: set[str] = set()
     for t in reader.tensors:
         hf = _hf_name(t.name, source)
         shape = tuple(int(d) for d in reversed(t.shape.tolist()))
@@ -223,12 +231,14 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
         if shape != expected[hf]:
             raise InputError(f"{source}: tensor {t.name!r} has shape {list(shape)}, the metadata implies "
                              f"{list(expected[hf])}")
+        if hf in seen:
+            raise InputError(f"{source}: two tensors map to {hf} (the second is {t.name!r})")
+        seen.add(hf)
         planned.append(_producer(t, hf, shape, cfg, source))
         types[t.tensor_type.name] += 1
-    names = {p.name for p in planned}
     from tensorfabric.inference.weights import tensor_names
 
-    missing = [n for n in tensor_names(cfg, 0, cfg.num_layers, embed=True, head=True) if n not in names]
+    missing = [n for n in tensor_names(cfg, 0, cfg.num_layers, embed=True, head=True) if n not in seen]
     if missing:
         raise InputError(f"{source}: tensors missing for {', '.join(missing[:3])}"
                          f"{f' (+{len(missing) - 3} more)' if len(missing) > 3 else ''}")
