@@ -247,8 +247,8 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
     texts["config.json"] = json.dumps(cfg.to_hf_dict(), indent=2) + "\n"
     size = {"float32": 4}.get(dtype, 2)
     total = sum(p.numel() for p in planned) * size
+    name = str(_value(reader, "general.name", source, "") or "")  # read before writing: it may not decode
     files = write_checkpoint(target, planned, texts, dtype=dtype, force=force,
                              shard_bytes=shard_bytes if total > shard_bytes else None)
-    name = str(_value(reader, "general.name", source, "") or "")
     return GGUFImport(source=source, directory=str(target), architecture=arch, name=name, config=cfg,
                       files=tuple(files), tensor_types=dict(sorted(types.items())))
