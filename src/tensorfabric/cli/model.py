@@ -31,21 +31,49 @@ def cli() -> None:
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
               show_default=True)
 @click.option("--shard-size", type=SIZE, default=None, help="Split weights into files of at most this size.")
+@click.option("--force", is_flag=True, help="Replace the checkpoint in a non-empty DIRECTORY.")
 @json_option("Print the written config as JSON.")
 def make_tiny_cmd(directory: Path, layers: int, hidden: int, heads: int, kv_heads: int, vocab: int,
                   intermediate: int | None, seed: int, tie: bool, qkv_bias: bool, dtype: str,
-                  shard_size: float | None, as_json: bool) -> int:
-    """Write a random-initialised checkpoint with a byte-level tokenizer into DIRECTORY."""
-    from tensorfabric.inference.tiny import make_tiny, tiny_config
+                  shard_size: float | None, force: bool, as_json: bool) -> int:
+    """Write a random-initialised checkpoint with a byte-level tokenizer into DIRECTORY (absent or empty)."""
+    from tensorfabric.inference.tiny import tiny_config, write_tiny
 
     cfg = tiny_config(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
                       intermediate=intermediate, tie=tie, qkv_bias=qkv_bias)
-    make_tiny(directory, cfg, seed=seed, dtype=dtype, shard_bytes=int(shard_size) if shard_size else None)
+    files = write_tiny(directory, cfg, seed=seed, dtype=dtype, force=force,
+                       shard_bytes=int(shard_size) if shard_size else None)
     if as_json:
-        emit_json({"directory": str(directory), "parameters": cfg.parameter_count(), "config": cfg.to_hf_dict()})
+        emit_json({"directory": str(directory), "parameters": cfg.parameter_count(), "files": files,
+                   "config": cfg.to_hf_dict()})
     else:
-        files = sorted(p.name for p in directory.iterdir())
         console().print(f"wrote {directory} ({cfg.parameter_count():,} parameters): {', '.join(files)}")
+    return 0
+
+
+@cli.command("import-gguf")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
+              show_default=True, help="Stored weight type (float32 keeps the dequantised values exactly).")
+@click.option("--shard-size", type=SIZE, default="2GiB", show_default=True,
+              help="Above this total size, split weights into files of at most this size.")
+@click.option("--force", is_flag=True, help="Replace the checkpoint in a non-empty DIRECTORY.")
+@json_option("Print what was written as JSON.")
+def import_gguf_cmd(file: Path, directory: Path, dtype: str, shard_size: float, force: bool, as_json: bool) -> int:
+    """Convert a llama.cpp GGUF FILE (Llama architecture) into a checkpoint DIRECTORY (absent or empty)."""
+    from tensorfabric.inference.gguf_import import import_gguf
+
+    done = import_gguf(file, directory, dtype=dtype, shard_bytes=int(shard_size), force=force)
+    cfg = done.config
+    if as_json:
+        emit_json({"source": done.source, "directory": done.directory, "architecture": done.architecture,
+                   "name": done.name, "parameters": cfg.parameter_count(), "files": list(done.files),
+                   "tensor_types": done.tensor_types, "config": cfg.to_hf_dict()})
+    else:
+        types = ", ".join(f"{n} {k}" for k, n in done.tensor_types.items())
+        console().print(f"imported {done.name or file.name} ({done.architecture}, {cfg.parameter_count():,} "
+                        f"parameters; tensors: {types}) into {directory}: {', '.join(done.files)}", markup=False)
     return 0
 
 

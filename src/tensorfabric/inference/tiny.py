@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tensorfabric.errors import InputError
-from tensorfabric.fsutil import atomic_write_text
-from tensorfabric.inference.checkpoint import INDEX_NAME, SINGLE_NAME
 from tensorfabric.inference.config import FAMILIES, ModelConfig, RopeScaling
 from tensorfabric.inference.tokenizer import TOKENIZER_NAME, byte_level_tokenizer
+from tensorfabric.inference.writer import PlannedTensor, check_target, write_checkpoint
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["make_tiny", "tiny_config"]
+__all__ = ["make_tiny", "tiny_config", "write_tiny"]
 
 
 def tiny_config(*, layers: int = 4, hidden: int = 256, heads: int = 8, kv_heads: int = 4, vocab: int = 512,
@@ -77,45 +77,25 @@ def _tensors(cfg: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
 
 
 def make_tiny(directory: Path, cfg: ModelConfig, *, seed: int = 0, shard_bytes: int | None = None,
-              dtype: str = "float32") -> Path:
-    """Write config.json, safetensors weights (sharded with an index when ``shard_bytes`` is given) and
-    tokenizer.json into ``directory``. Returns the directory."""
-    import torch
-    from safetensors.torch import save_file
+              dtype: str = "float32", force: bool = False) -> Path:
+    """:func:`write_tiny`, returning the directory."""
+    write_tiny(directory, cfg, seed=seed, shard_bytes=shard_bytes, dtype=dtype, force=force)
+    return Path(directory)
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
-    if torch_dtype is None:
+
+def write_tiny(directory: Path, cfg: ModelConfig, *, seed: int = 0, shard_bytes: int | None = None,
+               dtype: str = "float32", force: bool = False) -> list[str]:
+    """Write config.json, safetensors weights (sharded with an index when ``shard_bytes`` is given) and
+    tokenizer.json into ``directory``, which must be absent or empty unless ``force``. Returns the names of
+    the files written."""
+    if dtype not in ("float32", "bfloat16", "float16"):
         raise InputError(f"dtype {dtype!r} is not one of float32, bfloat16, float16")
     cfg = replace(cfg, torch_dtype=dtype)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.to(torch_dtype).contiguous() for k, v in _tensors(cfg, seed).items()}
-    shards: list[dict[str, torch.Tensor]] = [{}]
-    size = 0
-    for name, t in tensors.items():
-        nbytes = t.numel() * t.element_size()
-        if shard_bytes is not None and shards[-1] and size + nbytes > shard_bytes:
-            shards.append({})
-            size = 0
-        shards[-1][name] = t
-        size += nbytes
-    for stale in (directory / SINGLE_NAME, directory / INDEX_NAME, *directory.glob("model-*-of-*.safetensors")):
-        stale.unlink(missing_ok=True)
-    if len(shards) == 1 and shard_bytes is None:
-        tmp = directory / (SINGLE_NAME + ".tmp")
-        save_file(shards[0], str(tmp), metadata={"format": "pt"})
-        tmp.replace(directory / SINGLE_NAME)
-    else:
-        weight_map: dict[str, str] = {}
-        for i, shard in enumerate(shards, 1):
-            file_name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-            tmp = directory / (file_name + ".tmp")
-            save_file(shard, str(tmp), metadata={"format": "pt"})
-            tmp.replace(directory / file_name)
-            weight_map.update(dict.fromkeys(shard, file_name))
-        total = sum(t.numel() * t.element_size() for t in tensors.values())
-        atomic_write_text(directory / INDEX_NAME,
-                          json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
-    atomic_write_text(directory / TOKENIZER_NAME, byte_level_tokenizer(cfg.vocab_size).to_str())
-    atomic_write_text(directory / "config.json", json.dumps(cfg.to_hf_dict(), indent=2) + "\n")
-    return directory
+    check_target(Path(directory), force)
+    def keep(t: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: t
+
+    tensors = [PlannedTensor(name, tuple(t.shape), keep(t)) for name, t in _tensors(cfg, seed).items()]
+    texts = {TOKENIZER_NAME: byte_level_tokenizer(cfg.vocab_size).to_str(),
+             "config.json": json.dumps(cfg.to_hf_dict(), indent=2) + "\n"}
+    return write_checkpoint(Path(directory), tensors, texts, dtype=dtype, shard_bytes=shard_bytes, force=force)

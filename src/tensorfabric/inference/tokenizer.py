@@ -14,7 +14,7 @@ from tensorfabric.errors import InputError, ParseError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["BYTE_OFFSET", "TOKENIZER_NAME", "byte_level_tokenizer", "load_tokenizer"]
+__all__ = ["BYTE_OFFSET", "TOKENIZER_NAME", "byte_level_tokenizer", "chat_prompt", "load_tokenizer"]
 
 TOKENIZER_NAME = "tokenizer.json"
 BYTE_OFFSET = 2
@@ -62,3 +62,39 @@ def load_tokenizer(directory: Path) -> Tokenizer:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception on malformed files
         raise ParseError(f"not a tokenizers JSON file: {exc}", source=str(path)) from exc
+
+
+def chat_prompt(directory: Path, text: str) -> str:
+    """``text`` as one user turn under the checkpoint's chat template (from ``tokenizer_config.json``), ending
+    where the assistant's answer starts. Rendered in jinja2's sandbox, as transformers does: a template is
+    data from a file and must not reach Python objects."""
+    import json
+
+    from jinja2 import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    path = Path(directory) / "tokenizer_config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ParseError(f"not valid JSON: {exc}", source=str(path)) from exc
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    if not isinstance(template, str):
+        raise InputError(f"{str(directory)!r} has no chat template (tokenizer_config.json chat_template); "
+                         "run without --chat")
+
+    def special(key: str) -> str:
+        value = config.get(key)
+        return value if isinstance(value, str) else ""
+
+    def raise_exception(message: str) -> None:  # what templates call to reject a conversation
+        raise TemplateError(message)
+
+    try:
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = raise_exception
+        return env.from_string(template).render(messages=[{"role": "user", "content": text}],
+                                                add_generation_prompt=True, bos_token=special("bos_token"),
+                                                eos_token=special("eos_token"))
+    except TemplateError as exc:
+        raise ParseError(f"chat template does not render: {exc}", source=str(path)) from exc
