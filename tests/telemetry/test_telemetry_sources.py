@@ -37,8 +37,10 @@ def test_ethtool_mlx5_units_and_labels() -> None:
     assert find(s, "roce_link_down_events_total")[0].value == 4
     assert find(s, "roce_pci_stalled_ratio", direction="wr")[0].value == pytest.approx(0.12)
     assert {x.labels["reason"] for x in find(s, "roce_discards_total")} == {
-        "no_buffer", "host_buffer", "wred", "phy_rx", "phy_tx"}
-    # allowlist: ring/software counters do not become samples
+        "no_buffer", "host_buffer", "wred", "phy_rx", "phy_tx", "pci_overflow"}
+    # counters without a canonical name are exported generically under their raw name, never dropped
+    assert find(s, "roce_nic_counter_total", name="tx_tso_packets")[0].value == 128
+    assert find(s, "roce_eth_rx_out_of_buffer_total")[0].value == 0
     assert not [x for x in s if "tso" in x.metric or x.metric.startswith("rx_")]
     assert all(x.kind == "counter" for x in s if x.metric.endswith("_total"))
 
