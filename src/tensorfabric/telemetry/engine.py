@@ -11,19 +11,22 @@ a replayed recording sees the same alerts a live monitor would have.
 from __future__ import annotations
 
 import logging
+import re
+import threading
 import time as _time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
+from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
-from tensorfabric.telemetry.sources import Source
+from tensorfabric.telemetry.sources import Reading, Source
 from tensorfabric.telemetry.tracks import Track, TrackIndex
 from tensorfabric.telemetry.window import Labels, Window
 
@@ -31,7 +34,11 @@ __all__ = ["Monitor", "PollResult", "SourceStatus"]
 
 log = logging.getLogger(__name__)
 
-_METRIC, _LABELS, _TIME = attrgetter("metric"), attrgetter("labels"), attrgetter("time")
+_METRIC, _LABELS, _TIME, _VALUE = attrgetter("metric"), attrgetter("labels"), attrgetter("time"), attrgetter("value")
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,99}")
+MAX_ERRORS = 20
+"""Errors kept per source per poll; the rest are counted in one summary line (a replay of junk has millions)."""
 
 Groups = dict[float, tuple[list[Track], list[Sample]]]
 """Samples to ingest by poll time, each with its Track at the same index (parallel lists rather than one
@@ -47,6 +54,10 @@ class _Layout:
     tracks: list[Track | None]
     clashes: tuple[str, ...]
     all_ours: bool
+    invalid: tuple[str, ...] = ()
+    """Samples refused for a metric or label name Prometheus cannot carry (``__name__``, ``bad-label``)."""
+    recognised: int = 0
+    """Samples with a canonical (catalogue, non-generic) name."""
 
 
 @dataclass(slots=True)
@@ -56,6 +67,8 @@ class SourceStatus:
     up: bool = True
     errors_total: int = 0
     last_errors: tuple[str, ...] = ()
+    recognised: int = -1
+    """Canonical samples in the last reading (-1: not read yet); 0 with samples means an unknown driver."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +84,15 @@ class PollResult:
 class Monitor:
     def __init__(self, sources: Sequence[Source] = (), *, detectors: Sequence[Detector] | None = None,
                  limits: Thresholds | None = None, clock: Callable[[], float] = _time.time,
-                 coarse_step_s: float = 300.0, stale_s: float = 300.0) -> None:
+                 coarse_step_s: float = 300.0, stale_s: float = 300.0,
+                 source_deadline_s: float | None = None) -> None:
         self.sources = list(sources)
+        self.source_deadline_s = source_deadline_s
+        """With a deadline every source is read in its own thread and a poll waits at most this long for it; a
+        source still busy from an earlier poll is reported down at once (None: read one after another)."""
+        self._readers: dict[str, _Reader] = {}
+        self.polled_at: float | None = None
+        """``time.monotonic()`` when the last poll started (the exporter's collect-on-scrape cache age)."""
         self.detectors = list(load() if detectors is None else detectors)
         self.limits = limits or Thresholds()
         self.clock = clock
@@ -134,32 +154,63 @@ class Monitor:
         return self._poll()
 
     def _poll(self) -> PollResult:
+        self.polled_at = _time.monotonic()
         by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
-        for source in self.sources:
+        for source, outcome in self._read_all():
             status = self.status.setdefault(source.name, SourceStatus())
-            try:
-                reading = source.read()
-            except (TensorFabricError, OSError) as exc:
-                status.up, status.last_errors = False, (str(exc),)
+            if not isinstance(outcome, Reading):
+                status.up, status.last_errors = False, (str(outcome),)
                 status.errors_total += 1
                 errors[source.name] = status.last_errors
-                log.warning("source %s failed: %s", source.name, exc)
+                log.warning("source %s failed: %s", source.name, outcome)
                 continue
-            kept, clashes = self._claim(source.name, reading.samples, by_time)
-            problems = reading.errors + clashes
-            status.up, status.last_errors = True, problems
-            status.errors_total += len(problems)
-            if problems:
-                errors[source.name] = problems
-                for message in problems[:5]:
+            read, refused = _checked(outcome.samples)
+            kept, layout = self._claim(source.name, read, by_time)
+            problems = _bounded(outcome.errors + refused + layout.invalid)
+            # up: the last poll read cleanly. Clashes are configuration (two sources on one series), not failures.
+            status.up, status.last_errors = not problems, problems + layout.clashes
+            status.recognised = layout.recognised
+            status.errors_total += len(problems) + len(layout.clashes)
+            if problems or layout.clashes:
+                errors[source.name] = status.last_errors
+                for message in status.last_errors[:5]:
                     log.warning("source %s: %s", source.name, message)
+            if read and not layout.recognised:
+                log.warning("source %s: none of its %d counters has a canonical name (driver not known); they are "
+                            "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
         self._ingest_grouped(by_time)
         return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
 
-    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], tuple[str, ...]]:
+    def _read_all(self) -> list[tuple[Source, Reading | Exception]]:
+        """Every source's reading (or the error it raised), each within the deadline when one is set."""
+        if self.source_deadline_s is None:
+            out: list[tuple[Source, Reading | Exception]] = []
+            for source in self.sources:
+                try:
+                    out.append((source, source.read()))
+                except (TensorFabricError, OSError) as exc:
+                    out.append((source, exc))
+            return out
+        readers = []
+        for source in self.sources:
+            reader = self._readers.get(source.name)
+            if reader is None or reader.source is not source:
+                reader = self._readers[source.name] = _Reader(source)
+            readers.append((source, reader, reader.start()))
+        deadline = _time.monotonic() + self.source_deadline_s
+        results: list[tuple[Source, Reading | Exception]] = []
+        for source, reader, started in readers:
+            if not started:
+                results.append((source, TimeoutError(
+                    f"still reading since an earlier poll (longer than the {self.source_deadline_s:g} s deadline)")))
+                continue
+            results.append((source, reader.wait(max(0.0, deadline - _time.monotonic()), self.source_deadline_s)))
+        return results
+
+    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], _Layout]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
 
         Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
@@ -181,7 +232,7 @@ class Monitor:
                 group = by_time[t] = ([], [])
             group[0].extend(layout.tracks)  # type: ignore[arg-type]  # all_ours: no None in it
             group[1].extend(samples)
-            return list(samples), layout.clashes
+            return list(samples), layout
         kept: list[Sample] = []
         for track, sample in zip(layout.tracks, samples, strict=True):
             if track is not None:
@@ -191,13 +242,23 @@ class Monitor:
                     group = by_time[sample.time] = ([], [])
                 group[0].append(track)
                 group[1].append(sample)
-        return kept, layout.clashes
+        return kept, layout
 
     def _resolve(self, name: str, samples: Sequence[Sample], metrics: list[str],
                  labels: list[Mapping[str, str]]) -> _Layout:
         tracks: list[Track | None] = []
         clashes: dict[str, str] = {}
+        invalid: list[str] = []
+        recognised = 0
         for sample in samples:
+            problem = _bad_names(sample)
+            if problem:
+                tracks.append(None)
+                if len(invalid) < MAX_ERRORS:
+                    invalid.append(problem)
+                continue
+            if sample.metric != GENERIC and sample.metric in METRICS:
+                recognised += 1
             track = self._tracks.track(sample)
             owner = track.owner
             if owner is None:
@@ -209,7 +270,7 @@ class Monitor:
                 clashes.setdefault(owner, sample.metric)
         return _Layout(metrics, labels, tracks, tuple(
             f"series already read by {owner} (e.g. {metric}) dropped from this source"
-            for owner, metric in clashes.items()), not clashes)
+            for owner, metric in clashes.items()), not clashes and not invalid, tuple(invalid), recognised)
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
@@ -243,9 +304,13 @@ class Monitor:
             t, value = sample.time, sample.value
             if sample.kind == "counter" and t > track.rate_t:  # RateTracker.update's bookkeeping, per Track
                 previous = track.rate_v
+                if previous is not None and value < previous and self.rates.record(
+                        sample.metric, track.key[1], t, previous, value)[1] == "glitch":
+                    # keep the previous value: neither the detectors nor Prometheus (which reads any decrease
+                    # as a reset) may see a read glitch
+                    value = previous
+                    sample = replace(sample, value=previous)
                 track.rate_t, track.rate_v = t, value
-                if previous is not None and value < previous:
-                    self.rates.record(sample.metric, track.key[1], t, previous, value)
             key = track.key
             current = latest.get(key)
             if current is None or current.time <= t:
@@ -326,3 +391,74 @@ class Monitor:
         self._since = since
         self.alerts = tuple(alerts)
         return self.alerts
+
+
+class _Reader:
+    """One source read in its own daemon thread, so a source that hangs costs a poll its deadline, never more."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self._result: Reading | Exception = TimeoutError("not read")
+
+    def start(self) -> bool:
+        """Start a read; False while the previous one is still running (its result will be dropped)."""
+        if self._thread is not None and self._thread.is_alive():
+            return False
+        self._done.clear()
+        self._thread = threading.Thread(target=self._run, name=f"source {self.source.name}", daemon=True)
+        self._thread.start()
+        return True
+
+    def _run(self) -> None:
+        try:
+            self._result = self.source.read()
+        except (TensorFabricError, OSError) as exc:
+            self._result = exc
+        except Exception as exc:  # noqa: BLE001 -- a source bug must cost its own poll only, not the monitor
+            self._result = RuntimeError(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._done.set()
+
+    def wait(self, timeout_s: float, deadline_s: float) -> Reading | Exception:
+        if not self._done.wait(timeout_s):
+            return TimeoutError(f"no answer within the {deadline_s:g} s source deadline")
+        return self._result
+
+
+def _checked(samples: Sequence[Sample]) -> tuple[Sequence[Sample], tuple[str, ...]]:
+    """The samples without negative counter values (bad input: no counter goes below zero), and one error each."""
+    if not samples or min(map(_VALUE, samples)) >= 0:
+        return samples, ()
+    bad = [s for s in samples if s.kind == "counter" and s.value < 0]
+    if not bad:
+        return samples, ()
+    refused = tuple(f"{s.metric} {dict(s.labels)}: negative counter value {s.value:g} refused"[:200] for s in bad)
+    return [s for s in samples if not (s.kind == "counter" and s.value < 0)], refused
+
+
+_NAMES_OK: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _bad_names(sample: Sample) -> str:
+    """Why Prometheus could not carry this sample's metric or label names ("" when it can)."""
+    key = (sample.metric, tuple(sample.labels))
+    if key in _NAMES_OK:
+        return ""
+    if _METRIC_NAME.fullmatch(sample.metric) is None:
+        return f"metric name {sample.metric[:60]!r} is not [a-zA-Z_:][a-zA-Z0-9_:]*; sample refused"
+    for name in sample.labels:
+        if _LABEL_NAME.fullmatch(name) is None or name.startswith("__"):
+            return (f"{sample.metric}: label name {name[:60]!r} is reserved (__*) or not [a-zA-Z_][a-zA-Z0-9_]*; "
+                    "sample refused")
+    if len(_NAMES_OK) > 10_000:
+        _NAMES_OK.clear()
+    _NAMES_OK.add(key)
+    return ""
+
+
+def _bounded(errors: tuple[str, ...]) -> tuple[str, ...]:
+    if len(errors) <= MAX_ERRORS:
+        return errors
+    return (*errors[:MAX_ERRORS], f"... and {len(errors) - MAX_ERRORS} more errors in this poll")

@@ -36,6 +36,8 @@ class MetricSpec:
     help: str
     labels: tuple[str, ...] = ("host", "device", "port")
     wrap: float | None = None
+    glitch: float = 0.0
+    """A decrease up to this much (base units) is a read glitch, not a reset (see rates.py)."""
 
 
 _HDP = ("host", "device", "port")
@@ -47,7 +49,7 @@ _SPECS = (
                "PFC pause frames received (direction=rx) or sent (tx) on a priority", _PRIO),
     MetricSpec("roce_pfc_paused_seconds_total", "counter", "seconds",
                "Time paused on a priority: rx = paused by the peer, tx = asked the peer to pause; "
-               "rate() is the paused fraction", _PRIO),
+               "rate() is the paused fraction", _PRIO, glitch=0.01),
     MetricSpec("roce_pfc_pause_transitions_total", "counter", "events",
                "XOFF to XON transitions (ethtool *_pause_transition, SAI ON2OFF); flat while paused = "
                "continuous pause", _PRIO),

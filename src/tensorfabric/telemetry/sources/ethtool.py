@@ -162,6 +162,8 @@ def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[s
             else:
                 if not isfinite(value):
                     value = None
+        elif sep and ":" in raw:  # "1 [XDP]: xmit_pkts: 41" (qede's XDP queues have a space in the prefix)
+            key, value = _queue_key(key, raw)
         if value is None:
             stripped = line.strip()
             if stripped and not stripped.endswith("statistics:") and _PROMPT.search(stripped[:200]) is None:

@@ -63,7 +63,7 @@ class SysfsSource:
 
     def _read_dir(self, directory: Path, errors: list[str]) -> dict[str, float]:
         try:
-            files = sorted(p for p in directory.iterdir() if p.is_file())
+            files = sorted(p for p in directory.iterdir() if not p.is_dir())
         except OSError:
             return {}  # no counters/ directory: the device does not have them (bnxt_re), not an error
         values: dict[str, float] = {}
