@@ -104,9 +104,9 @@ _PLAIN: dict[str, Entry] = {
     "rx_vport_rdma_multicast_packets": _dir("rx", "roce_rdma_packets_total", kind="multicast"),
     "tx_vport_rdma_multicast_packets": _dir("tx", "roce_rdma_packets_total", kind="multicast"),
     # 802.3x global pause frames: bnxt_en, qede and be2net (which spells TX "pauseframes")
-    "rx_pause_frames": _dir("rx", "roce_pfc_pause_frames_total", **_GLOBAL_PAUSE),
-    "tx_pause_frames": _dir("tx", "roce_pfc_pause_frames_total", **_GLOBAL_PAUSE),
-    "tx_pauseframes": _dir("tx", "roce_pfc_pause_frames_total", **_GLOBAL_PAUSE),
+    "rx_pause_frames": _dir("rx", "roce_pfc_pause_frames_total", priority="global"),
+    "tx_pause_frames": _dir("tx", "roce_pfc_pause_frames_total", priority="global"),
+    "tx_pauseframes": _dir("tx", "roce_pfc_pause_frames_total", priority="global"),
     # PFC frames summed over priorities: bnxt_en/qede rx/tx_pfc_frames, be2net *_priority_pause*frames
     "rx_pfc_frames": _dir("rx", "roce_pause_ctrl_frames_total"),
     "tx_pfc_frames": _dir("tx", "roce_pause_ctrl_frames_total"),
