@@ -11,9 +11,10 @@ Three kinds of decrease, judged in this order:
   engine keeps the previous value, so neither its detectors nor Prometheus ever see the dip (Prometheus would
   read any decrease as a reset and add the whole counter to its rate);
 * **wrap** -- only for counters the catalogue gives a width (``MetricSpec.wrap``): the previous value fits the
-  width and the wrapped advance ``current + wrap - previous`` is under half the range. A 32-bit counter at
-  4.29e9 that reads 500 wrapped; one at 3e9 that reads 1e9 was reset (a wrapped advance of 2.3e9 in one poll is
-  not plausible), and so was one whose previous value did not fit in 32 bits;
+  width and the wrapped advance ``current + wrap - previous`` is at most an eighth of the range (5.4e8
+  events in one poll for 32 bits: tens of millions per second, more than any of these Q counters sees). A
+  32-bit counter at 4.29e9 that reads 500 wrapped; one at 3e9 that reads 10 was reset (a wrapped advance of
+  1.3e9 in one poll is not plausible), and so was one whose previous value did not fit in 32 bits;
 * **reset** -- anything else; the increase since the reset is the new value itself (counters restart at 0).
 """
 
@@ -32,6 +33,7 @@ __all__ = ["CounterEvent", "Rate", "RateTracker", "counter_delta"]
 EventKind = Literal["", "glitch", "wrap", "reset"]
 
 GLITCH_RELATIVE = 1e-3
+WRAP_MAX_SHARE = 1 / 8
 
 
 def counter_delta(previous: float, current: float, wrap: float | None = None,
@@ -44,7 +46,7 @@ def counter_delta(previous: float, current: float, wrap: float | None = None,
         return 0.0, "glitch"
     if wrap is not None and previous < wrap:
         wrapped = current + wrap - previous
-        if wrapped < wrap / 2:
+        if wrapped <= wrap * WRAP_MAX_SHARE:
             return wrapped, "wrap"
     return current, "reset"
 
