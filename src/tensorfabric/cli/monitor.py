@@ -92,7 +92,7 @@ def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint
 @click.option("--counters-allow", metavar="REGEX", help="Export only these counters without a canonical name.")
 @click.option("--counters-deny", metavar="REGEX", help="Never export these counters without a canonical name.")
 @click.option("--counters-max", type=click.IntRange(min=0), default=1024, show_default=True,
-              help="Most generic (roce_nic_counter_total) series one source may create.")
+              help="Most generic (roce_nic_stat_total) series one source may create.")
 def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_remote: bool, once: bool,
         polls: int | None, as_json: bool, record: str | None, links_path: str | None,
         detector_names: tuple[str, ...], settings: tuple[str, ...], host_label: str | None,

@@ -19,7 +19,7 @@ __all__ = ["GENERIC", "LABELS", "METRICS", "MetricSpec", "spec"]
 
 LABELS = ("host", "device", "port", "priority", "direction", "queue", "reason", "kind", "name", "link_layer")
 
-GENERIC = "roce_nic_counter_total"
+GENERIC = "roce_nic_stat_total"
 """The one family for every counter a source reads but has no canonical name for (node_exporter style: the raw
 counter name is the ``name`` label). Cardinality is bounded per source by :class:`CounterFilter`."""
 
@@ -62,7 +62,8 @@ _SPECS = (
                "Bytes on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
     MetricSpec("roce_packets_total", "counter", "packets",
                "Packets on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
-    MetricSpec("roce_link_speed_bits_per_second", "gauge", "bits/s", "Negotiated link speed"),
+    MetricSpec("roce_link_speed_bytes_per_second", "gauge", "bytes/s",
+               "Negotiated link speed in base units (the sysfs rate in Gb/s / 8: node_exporter's convention)"),
     # Congestion control (DCQCN) and ECN.
     MetricSpec("roce_ecn_marked_packets_total", "counter", "packets",
                "CE-marked RoCE packets: seen at the notification point (NIC) or marked by a queue (switch)",

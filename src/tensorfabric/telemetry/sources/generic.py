@@ -1,6 +1,6 @@
 """The generic family: counters a source reads but has no canonical name for, exported as they are.
 
-``roce_nic_counter_total{name="<raw name>", queue=...}`` (node_exporter style). Canonical names stay what the
+``roce_nic_stat_total{name="<raw name>", queue=...}`` (node_exporter style). Canonical names stay what the
 detectors read; this family makes sure nothing a driver reports is silently dropped, within the bound a
 :class:`~tensorfabric.telemetry.sources.base.CounterFilter` sets per source.
 """

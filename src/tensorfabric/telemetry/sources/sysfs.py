@@ -57,7 +57,7 @@ class SysfsSource:
                 speed = self._read_text(port_dir / "rate", errors, optional=True)
                 bps = parse_rate_file(speed) if speed is not None else None
                 if bps is not None:
-                    samples.append(Sample(now, "roce_link_speed_bits_per_second", "gauge", bps, labels, self.name))
+                    samples.append(Sample(now, "roce_link_speed_bytes_per_second", "gauge", bps / 8, labels, self.name))
         self._budget.report(errors)
         return Reading(tuple(samples), tuple(errors))
 
