@@ -130,6 +130,7 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         log.warning("serving Prometheus metrics on http://%s:%d/metrics", *endpoint)
     con = console()
     done = 0
+    snapshot: list[Any] = []
     try:
         while True:
             with lock:
@@ -144,8 +145,12 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
             if record:
                 with open(record, "a", encoding="utf-8") as handle:
                     handle.writelines(s.to_json() + "\n" for s in result.samples)
+            if once:  # a single dump (a ticket) has no time series: judge what the counters show on their own
+                from tensorfabric.telemetry.snapshot import snapshot_findings
+
+                snapshot = snapshot_findings(result.samples)
             if endpoint is None:
-                _show(monitor, result, con, as_json=as_json, once=once, poll_no=done)
+                _show(monitor, result, con, as_json=as_json, once=once, poll_no=done, findings=snapshot)
             if total is not None and done >= total:
                 break
             time.sleep(interval)
@@ -158,7 +163,9 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     failed = [name for name, status in monitor.status.items() if not status.up]
     if failed:
         log.warning("source(s) failed their last poll: %s", ", ".join(failed))
-    return 1 if monitor.alerts or failed else 0
+    from tensorfabric.findings import exit_code_for
+
+    return 1 if monitor.alerts or failed or (once and exit_code_for(snapshot)) else 0
 
 
 _RESERVED = {"host", "device", "port", "priority", "direction", "queue", "reason", "kind", "name", "link_layer",
@@ -181,10 +188,12 @@ def _const_labels(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int) -> None:
+def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int,
+          findings: list[Any]) -> None:
     if as_json and once:
         emit_json({"samples": [s.to_dict() for s in result.samples], "alerts": [a.to_dict() for a in result.alerts],
-                   "errors": {k: list(v) for k, v in result.errors.items()}})
+                   "errors": {k: list(v) for k, v in result.errors.items()},
+                   "findings": [f.to_dict() for f in findings]})
         return
     if as_json:
         click.echo(json.dumps({"time": result.time, "alerts": [a.to_dict() for a in result.alerts],
@@ -196,3 +205,7 @@ def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, pol
     if con.is_terminal and not once:
         con.clear()
     con.print(render_view(monitor.window(), result.alerts, errors=result.errors, title=title))
+    if once:
+        from tensorfabric.cli._common import render_findings
+
+        render_findings(findings, as_json=False, title="What this dump shows on its own")
