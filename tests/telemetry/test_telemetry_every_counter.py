@@ -255,3 +255,36 @@ def test_a_source_that_recognises_nothing_says_so() -> None:
     recognised = {name: st.recognised for name, st in monitor.status.items()}
     assert recognised[f"ethtool-file:{FIXTURES / 'unknown_driver.txt'}"] == 0
     assert recognised[f"ethtool-file:{DRIVERS / 'ethtool_qede.txt'}"] == 7
+
+
+from hypothesis import given  # noqa: E402 -- the fuzz tests below only
+from hypothesis import strategies as st  # noqa: E402
+
+from tensorfabric.errors import ParseError  # noqa: E402
+from tensorfabric.telemetry.sources.ethtool import parse_ethtool_stats  # noqa: E402
+from tensorfabric.telemetry.sources.rdma_text import parse_rdma_text  # noqa: E402
+
+_TOKENS = st.sampled_from(["link", "mlx5_0/1", "out_of_buffer", "12", "-3", ":", "/", "hw_counters/x:4", "port 1",
+                           "[0]: rx_bytes: 5", "rxq0:", " ", "\n", "$ rdma statistic show", "N/A", "1 [XDP]: a: 2"])
+
+
+@given(st.lists(_TOKENS, max_size=60).map("".join) | st.text(max_size=300))
+def test_fuzz_rdma_text_and_queue_keys(text: str) -> None:
+    for parse in (lambda t: parse_rdma_text(t, source="fuzz", default=("d", "1")),
+                  lambda t: parse_ethtool_stats(t, source="fuzz")):
+        try:
+            parse(text)
+        except ParseError:
+            pass
+
+
+@pytest.mark.parametrize("line", ["link mlx5_0/1 " + "x 1 " * 1_250_000, "a" * 10_000_000,
+                                  "hw_counters/" + "/" * 10_000_000 + ":1", "[0]: " + ":" * 10_000_000])
+def test_a_10_mb_line_gives_only_parse_errors(line: str) -> None:
+    # linear by construction (str methods, one bounded anchored regex); a quadratic parse would hang this test
+    for parse in (lambda t: parse_rdma_text(t, source="big", default=("d", "1")),
+                  lambda t: parse_ethtool_stats(t, source="big")):
+        try:
+            parse(line)
+        except ParseError:
+            pass

@@ -239,3 +239,12 @@ def test_fuzz_sonic_queue_hash(fields: dict[str, str]) -> None:
     samples = queue_samples(fields, _QUEUE, time=0.0, labels={"host": "s", "port": "Ethernet0", "queue": "3"},
                             source="fuzz", errors=errors)
     assert all(s.value >= 0 for s in samples)
+
+
+def test_sysfs_root_may_be_the_sys_mount_or_the_filesystem_root(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "sysfs", tmp_path / "sys")
+    as_root = open_source(f"sysfs:{tmp_path}", ctx()).read()  # "/" style: ROOT/sys/class/infiniband
+    as_sys = open_source(f"sysfs:{tmp_path / 'sys'}", ctx()).read()  # "/sys" style
+    assert len(as_root.samples) == len(as_sys.samples) > 0 and as_root.errors == as_sys.errors == ()
+    empty = open_source(f"sysfs:{tmp_path / 'sys' / 'class'}", ctx()).read()
+    assert "a sysfs root is /sys or /" in empty.errors[0]

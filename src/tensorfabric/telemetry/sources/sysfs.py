@@ -7,6 +7,7 @@ listing and reading is reported as an error and the rest of the poll is kept.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from tensorfabric.telemetry.sources.generic import GenericBudget
 from tensorfabric.telemetry.sources.hwcounters import HW_COUNTERS, PMA_COUNTERS, samples_for
 
 __all__ = ["SysfsSource", "open_source", "parse_rate_file"]
+
+log = logging.getLogger(__name__)
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 
@@ -31,8 +34,11 @@ class SysfsSource:
     def __init__(self, root: Path, ctx: SourceContext) -> None:
         self.name = f"sysfs:{root}"
         self._ctx = ctx
-        candidates = (root / "class" / "infiniband", root)
+        # one meaning of "sysfs root": the sysfs mount (/sys) or the filesystem root above it (/); either works,
+        # and the directory actually read is logged and named in errors
+        candidates = (root / "class" / "infiniband", root / "sys" / "class" / "infiniband", root)
         self._ib = next((c for c in candidates if c.is_dir() and c.name == "infiniband"), candidates[0])
+        log.info("%s: reading %s", self.name, self._ib)
         self._budget = GenericBudget(ctx.counters, self.name)
 
     def read(self) -> Reading:
@@ -42,7 +48,8 @@ class SysfsSource:
         try:
             devices = sorted(self._ib.iterdir())
         except OSError as exc:
-            return Reading((), (f"{self._ib}: {exc.strerror or exc}",))
+            return Reading((), (f"{self._ib}: {exc.strerror or exc} (a sysfs root is /sys or /: expected "
+                                "ROOT/class/infiniband or ROOT/sys/class/infiniband)",))
         for dev in devices:
             for port_dir in sorted((dev / "ports").glob("*")):
                 labels = {"host": self._ctx.host, "device": dev.name, "port": port_dir.name}
