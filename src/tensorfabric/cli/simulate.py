@@ -58,15 +58,20 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write queue, pause and rate plots to this PNG.")
 @click.option("--counters", type=click.Path(dir_okay=False), help="Write the counter stream (JSON lines) here.")
 @click.option("--counter-interval", type=DURATION, help="Counter snapshot interval (default 100us).")
+@click.option("--wall-clock", "pace", type=DURATION, metavar="PACE",
+              help="With --counters: stream the snapshots in real time, one PACE apart (e.g. 15s), for "
+                   "`monitor --source replay:FILE --serve` and Prometheus rules (see docs/telemetry.md).")
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
         xoff: int | None, no_pfc: bool, no_ecn: bool, fail_links: tuple[str, ...], step: float | None,
         dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
-        counters: str | None, counter_interval: float | None) -> int:
+        counters: str | None, counter_interval: float | None, pace: float | None) -> int:
     """Simulate SCENARIO: incast, victim-flow, storm, deadlock, capacity-growth or inference-tp."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
+    if pace is not None and not counters:
+        raise InputError("--wall-clock needs --counters FILE (the stream it writes in real time)")
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
     fabric, spec_ecn = _load_fabric(fabric_path) if fabric_path else (None, None)
     if spec_ecn is not None:  # the spec's QoS plan is the default; flags still win
@@ -83,7 +88,9 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
-    if counters:
+    if counters and pace is not None:
+        _stream_counters(result, counters, pace)
+    elif counters:
         _write_counters(result, counters)
     if plot:
         _plot(result, plot)
@@ -110,6 +117,27 @@ def _write_counters(result: Any, path: str) -> None:
                                                    mtu=int(cfg["mtu"]),
                                                    lossless=bool(cfg.get("pfc", True)))]
     atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def _stream_counters(result: Any, path: str, pace: float) -> None:
+    """Append each snapshot at its wall-clock time (never over an existing file: it may be someone's data)."""
+    import time
+
+    from tensorfabric.sim.counters import counter_samples
+    from tensorfabric.telemetry.wallclock import stretch
+
+    cfg = result.params
+    samples = counter_samples(result.network, result.trace, priority=int(cfg["priority"]), mtu=int(cfg["mtu"]),
+                              lossless=bool(cfg.get("pfc", True)))
+    try:
+        handle = open(path, "x", encoding="utf-8")  # noqa: SIM115 -- held open for the whole stream
+    except FileExistsError as exc:
+        raise InputError(f"--counters {path!r} exists; --wall-clock appends live, so give a new file") from exc
+    with handle:
+        for wall, snapshot in stretch(samples, pace_s=pace, start=time.time()):
+            time.sleep(max(0.0, wall - time.time()))
+            handle.write("".join(s.to_json() + "\n" for s in snapshot))
+            handle.flush()
 
 
 def _plot(result: Any, path: str) -> None:
