@@ -91,6 +91,7 @@ class Monitor:
         """With a deadline every source is read in its own thread and a poll waits at most this long for it; a
         source still busy from an earlier poll is reported down at once (None: read one after another)."""
         self._readers: dict[str, _Reader] = {}
+        self._unknown_warned: set[str] = set()
         self.polled_at: float | None = None
         """``time.monotonic()`` when the last poll started (the exporter's collect-on-scrape cache age)."""
         self.detectors = list(load() if detectors is None else detectors)
@@ -177,7 +178,8 @@ class Monitor:
                 errors[source.name] = status.last_errors
                 for message in status.last_errors[:5]:
                     log.warning("source %s: %s", source.name, message)
-            if read and not layout.recognised:
+            if read and not layout.recognised and source.name not in self._unknown_warned:
+                self._unknown_warned.add(source.name)
                 log.warning("source %s: none of its %d counters has a canonical name (driver not known); they are "
                             "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
