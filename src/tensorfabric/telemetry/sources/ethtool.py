@@ -1,7 +1,7 @@
 """``ethtool:IF`` / ``ethtool-file:PATH`` -- ``ethtool -S`` statistics of any driver.
 
 Counters with a canonical meaning become canonical Samples (the detectors read those): mlx5_core, bnxt_en,
-ice (and i40e), be2net and qede names are mapped here, each from the names the driver's ethtool strings table
+ice, i40e, be2net and qede names are mapped here, each from the names the driver's ethtool strings table
 prints. Per-priority keys get ``priority`` and ``direction`` labels instead of names with the priority inside
 them; pause durations are microseconds on the wire and seconds here; PCIe stall percentages become a 0-1
 ratio. Every other key is exported in the generic family (see generic.py), per-queue keys (``[0]: rx_bytes``,
@@ -40,8 +40,9 @@ _BNXT_PFC = re.compile(r"^(rx|tx)_pfc_ena_frames_pri(\d)$")
 _BNXT_DURATION = re.compile(r"^pfc_pri(\d)_(rx|tx)_(duration_us|transitions)$")
 _BNXT_TRAFFIC = re.compile(r"^(rx|tx)_(bytes|packets)_pri(\d)$")
 _BNXT_COS_DISCARD = re.compile(r"^rx_discard_packets_cos(\d)$")
-# ice: rx/tx_priority_<p>_xon/xoff.nic, link_xon/xoff_rx/tx.nic; i40e: port.rx/tx_priority_<p>_xon/xoff
-_ICE_PRIO = re.compile(r"^(?:port\.)?(rx|tx)_priority_(\d)_(xon|xoff)(?:\.nic)?$")
+# ice: rx/tx_priority_<p>_xon/xoff.nic, link_xon/xoff_rx/tx.nic; i40e: port.rx/tx_priority_<p>_xon/xoff, in
+# newer kernels with the direction repeated (port.rx_priority_<p>_xoff_rx), and port.link_xon/xoff_rx/tx
+_ICE_PRIO = re.compile(r"^(?:port\.)?(rx|tx)_priority_(\d)_(xon|xoff)(?:_rx|_tx)?(?:\.nic)?$")
 _ICE_LINK = re.compile(r"^(?:port\.)?link_(xon|xoff)_(rx|tx)(?:\.nic)?$")
 
 _PER_PRIO: dict[str, Entry] = {
@@ -124,6 +125,11 @@ _PLAIN: dict[str, Entry] = {
     "rx_bytes.nic": _dir("rx", "roce_bytes_total"),
     "tx_bytes.nic": _dir("tx", "roce_bytes_total"),
     "rx_dropped.nic": _dir("rx", "roce_discards_total", reason="phy_rx"),
+    # i40e port statistics
+    "port.rx_bytes": _dir("rx", "roce_bytes_total"),
+    "port.tx_bytes": _dir("tx", "roce_bytes_total"),
+    "port.rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
+    "port.rx_dropped": _dir("rx", "roce_discards_total", reason="phy_rx"),
     # be2net
     "rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
     "rx_drops_no_pbuf": _dir("rx", "roce_discards_total", reason="no_buffer"),
