@@ -196,3 +196,47 @@ def test_lab_source_after_lab_down_is_down() -> None:
     monitor = Monitor([lab])
     result = monitor.poll()
     assert not monitor.status["lab:demo"].up and len(result.errors["lab:demo"]) == 2
+
+
+class _Wide:
+    """Enough series that the response cannot sit in the socket buffers of a client that vanished."""
+
+    name = "wide"
+
+    def read(self) -> Reading:
+        return Reading(tuple(Sample(1.0, "roce_nic_stat_total", "counter", float(i),
+                                    {"host": "h0", "device": "eth0", "port": "1", "name": f"c{i:06d}" + "x" * 80},
+                                    "w") for i in range(60_000)))
+
+
+def test_a_client_that_disconnects_mid_response_is_one_log_line(caplog: pytest.LogCaptureFixture,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import struct
+
+    monitor = Monitor([_Wide()])
+    monitor.poll()
+    port = free_port()
+    server, _ = serve(monitor, "127.0.0.1", port, threading.Lock())
+    try:
+        with caplog.at_level("WARNING", logger="tensorfabric.telemetry.exporter"):
+            for _ in range(3):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                sock.recv(100)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST, not FIN
+                sock.close()
+            deadline = time.monotonic() + 10
+            while not [r for r in caplog.records if "ended early" in r.getMessage()] and time.monotonic() < deadline:
+                time.sleep(0.05)
+        # the server still answers
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("HEAD", "/metrics")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    early = [r for r in caplog.records if "ended early" in r.getMessage()]
+    assert early and all("\n" not in r.getMessage() and r.exc_info is None for r in early)
+    assert "Traceback" not in capsys.readouterr().err
