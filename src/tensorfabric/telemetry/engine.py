@@ -11,8 +11,6 @@ a replayed recording sees the same alerts a live monitor would have.
 from __future__ import annotations
 
 import logging
-import re
-import threading
 import time as _time
 from bisect import bisect_left
 from collections import defaultdict
@@ -24,6 +22,7 @@ from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
+from tensorfabric.telemetry.intake import MAX_ERRORS, Reader, bad_names, bounded, checked
 from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
 from tensorfabric.telemetry.sources import Reading, Source
@@ -34,11 +33,7 @@ __all__ = ["Monitor", "PollResult", "SourceStatus"]
 
 log = logging.getLogger(__name__)
 
-_METRIC, _LABELS, _TIME, _VALUE = attrgetter("metric"), attrgetter("labels"), attrgetter("time"), attrgetter("value")
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,99}")
-MAX_ERRORS = 20
-"""Errors kept per source per poll; the rest are counted in one summary line (a replay of junk has millions)."""
+_METRIC, _LABELS, _TIME = attrgetter("metric"), attrgetter("labels"), attrgetter("time")
 
 Groups = dict[float, tuple[list[Track], list[Sample]]]
 """Samples to ingest by poll time, each with its Track at the same index (parallel lists rather than one
@@ -90,7 +85,7 @@ class Monitor:
         self.source_deadline_s = source_deadline_s
         """With a deadline every source is read in its own thread and a poll waits at most this long for it; a
         source still busy from an earlier poll is reported down at once (None: read one after another)."""
-        self._readers: dict[str, _Reader] = {}
+        self._readers: dict[str, Reader] = {}
         self._unknown_warned: set[str] = set()
         self.polled_at: float | None = None
         """``time.monotonic()`` when the last poll started (the exporter's collect-on-scrape cache age)."""
@@ -167,9 +162,9 @@ class Monitor:
                 errors[source.name] = status.last_errors
                 log.warning("source %s failed: %s", source.name, outcome)
                 continue
-            read, refused = _checked(outcome.samples)
+            read, refused = checked(outcome.samples)
             kept, layout = self._claim(source.name, read, by_time)
-            problems = _bounded(outcome.errors + refused + layout.invalid)
+            problems = bounded(outcome.errors + refused + layout.invalid)
             # up: the last poll read cleanly. Clashes are configuration (two sources on one series), not failures.
             status.up, status.last_errors = not problems, problems + layout.clashes
             status.recognised = layout.recognised
@@ -200,7 +195,7 @@ class Monitor:
         for source in self.sources:
             reader = self._readers.get(source.name)
             if reader is None or reader.source is not source:
-                reader = self._readers[source.name] = _Reader(source)
+                reader = self._readers[source.name] = Reader(source)
             readers.append((source, reader, reader.start()))
         deadline = _time.monotonic() + self.source_deadline_s
         results: list[tuple[Source, Reading | Exception]] = []
@@ -253,7 +248,7 @@ class Monitor:
         invalid: list[str] = []
         recognised = 0
         for sample in samples:
-            problem = _bad_names(sample)
+            problem = bad_names(sample)
             if problem:
                 tracks.append(None)
                 if len(invalid) < MAX_ERRORS:
@@ -394,73 +389,3 @@ class Monitor:
         self.alerts = tuple(alerts)
         return self.alerts
 
-
-class _Reader:
-    """One source read in its own daemon thread, so a source that hangs costs a poll its deadline, never more."""
-
-    def __init__(self, source: Source) -> None:
-        self.source = source
-        self._thread: threading.Thread | None = None
-        self._done = threading.Event()
-        self._result: Reading | Exception = TimeoutError("not read")
-
-    def start(self) -> bool:
-        """Start a read; False while the previous one is still running (its result will be dropped)."""
-        if self._thread is not None and self._thread.is_alive():
-            return False
-        self._done.clear()
-        self._thread = threading.Thread(target=self._run, name=f"source {self.source.name}", daemon=True)
-        self._thread.start()
-        return True
-
-    def _run(self) -> None:
-        try:
-            self._result = self.source.read()
-        except (TensorFabricError, OSError) as exc:
-            self._result = exc
-        except Exception as exc:  # noqa: BLE001 -- a source bug must cost its own poll only, not the monitor
-            self._result = RuntimeError(f"{type(exc).__name__}: {exc}")
-        finally:
-            self._done.set()
-
-    def wait(self, timeout_s: float, deadline_s: float) -> Reading | Exception:
-        if not self._done.wait(timeout_s):
-            return TimeoutError(f"no answer within the {deadline_s:g} s source deadline")
-        return self._result
-
-
-def _checked(samples: Sequence[Sample]) -> tuple[Sequence[Sample], tuple[str, ...]]:
-    """The samples without negative counter values (bad input: no counter goes below zero), and one error each."""
-    if not samples or min(map(_VALUE, samples)) >= 0:
-        return samples, ()
-    bad = [s for s in samples if s.kind == "counter" and s.value < 0]
-    if not bad:
-        return samples, ()
-    refused = tuple(f"{s.metric} {dict(s.labels)}: negative counter value {s.value:g} refused"[:200] for s in bad)
-    return [s for s in samples if not (s.kind == "counter" and s.value < 0)], refused
-
-
-_NAMES_OK: set[tuple[str, tuple[str, ...]]] = set()
-
-
-def _bad_names(sample: Sample) -> str:
-    """Why Prometheus could not carry this sample's metric or label names ("" when it can)."""
-    key = (sample.metric, tuple(sample.labels))
-    if key in _NAMES_OK:
-        return ""
-    if _METRIC_NAME.fullmatch(sample.metric) is None:
-        return f"metric name {sample.metric[:60]!r} is not [a-zA-Z_:][a-zA-Z0-9_:]*; sample refused"
-    for name in sample.labels:
-        if _LABEL_NAME.fullmatch(name) is None or name.startswith("__"):
-            return (f"{sample.metric}: label name {name[:60]!r} is reserved (__*) or not [a-zA-Z_][a-zA-Z0-9_]*; "
-                    "sample refused")
-    if len(_NAMES_OK) > 10_000:
-        _NAMES_OK.clear()
-    _NAMES_OK.add(key)
-    return ""
-
-
-def _bounded(errors: tuple[str, ...]) -> tuple[str, ...]:
-    if len(errors) <= MAX_ERRORS:
-        return errors
-    return (*errors[:MAX_ERRORS], f"... and {len(errors) - MAX_ERRORS} more errors in this poll")
