@@ -75,8 +75,9 @@ _SPECS = (
                "CNPs received at QPs without congestion control (rp_cnp_ignored)"),
     # Loss.
     MetricSpec("roce_discards_total", "counter", "packets",
-               "Discarded packets by reason (no_buffer, host_buffer, wred, phy_rx, phy_tx, queue, pg, pfcwd, "
-               "xmit)", (*_HDP, "priority", "direction", "queue", "reason")),
+               "Discarded packets by reason (no_buffer, host_buffer, wred, phy_rx, phy_tx, queue, pg, pfcwd, xmit, "
+               "pci_overflow, cos_discard, roce_payload_len, ip4/ip6_discard; port and eth_* mix classes)",
+               (*_HDP, "priority", "direction", "queue", "reason")),
     MetricSpec("roce_retransmissions_total", "counter", "events",
                "Transport retransmission signals by kind (out_of_sequence, packet_seq_err, local_ack_timeout_err, "
                "...)", (*_HDP, "kind"), wrap=_WRAP32),

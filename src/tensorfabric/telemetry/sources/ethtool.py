@@ -124,22 +124,24 @@ _PLAIN: dict[str, Entry] = {
     "rx_crc_errors.nic": ("roce_phy_crc_errors_total", {}, 1.0),
     "rx_bytes.nic": _dir("rx", "roce_bytes_total"),
     "tx_bytes.nic": _dir("tx", "roce_bytes_total"),
-    "rx_dropped.nic": _dir("rx", "roce_discards_total", reason="phy_rx"),
+    # port-level drops of every traffic class: "port", like SONiC's IF_IN_DISCARDS (not judged as lossless loss)
+    "rx_dropped.nic": _dir("rx", "roce_discards_total", reason="port"),
     # i40e port statistics
     "port.rx_bytes": _dir("rx", "roce_bytes_total"),
     "port.tx_bytes": _dir("tx", "roce_bytes_total"),
     "port.rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
-    "port.rx_dropped": _dir("rx", "roce_discards_total", reason="phy_rx"),
+    "port.rx_dropped": _dir("rx", "roce_discards_total", reason="port"),
     # be2net
     "rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
-    "rx_drops_no_pbuf": _dir("rx", "roce_discards_total", reason="no_buffer"),
-    "eth_red_drops": _dir("rx", "roce_discards_total", reason="wred"),
+    # Ethernet (non-RoCE) receive drops: eth_* reasons, not judged as lossless loss
+    "rx_drops_no_pbuf": _dir("rx", "roce_discards_total", reason="eth_no_buffer"),
+    "eth_red_drops": _dir("rx", "roce_discards_total", reason="eth_wred"),
     "roce_drops_crc": ("roce_icrc_errors_total", {}, 1.0),
     "roce_drops_payload_len": _dir("rx", "roce_discards_total", reason="roce_payload_len"),
     "rx_roce_frames": _dir("rx", "roce_rdma_packets_total"),
     # qede
-    "no_buff_discards": _dir("rx", "roce_discards_total", reason="no_buffer"),
-    "brb_discards": _dir("rx", "roce_discards_total", reason="brb"),
+    "no_buff_discards": _dir("rx", "roce_discards_total", reason="eth_no_buffer"),
+    "brb_discards": _dir("rx", "roce_discards_total", reason="port"),  # the shared receive buffer: all classes
 }
 
 
