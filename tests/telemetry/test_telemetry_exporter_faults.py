@@ -240,3 +240,24 @@ def test_a_client_that_disconnects_mid_response_is_one_log_line(caplog: pytest.L
     early = [r for r in caplog.records if "ended early" in r.getMessage()]
     assert early and all("\n" not in r.getMessage() and r.exc_info is None for r in early)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_idle_connection_is_dropped_after_the_idle_timeout() -> None:
+    monitor = Monitor([open_source(f"rdma-json:{FIXTURES / 'rdma_statistic.json'}", ctx())])
+    port = free_port()
+    server, _ = serve(monitor, "127.0.0.1", port, threading.Lock(), idle_timeout_s=0.3)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as idle:
+            assert idle.recv(100) == b""  # the server hung up on a client that said nothing
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("label", "message"), [("host=x", "sets itself"), ("__x=1", "label name"),
+                                                ("cluster", "KEY=VALUE")])
+def test_constant_labels_the_exporter_owns_are_refused(label: str, message: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["monitor", "--once", "--label", label, "--source",
+                 f"rdma-json:{FIXTURES / 'rdma_statistic.json'}"]) == 2
+    assert message in capsys.readouterr().err
