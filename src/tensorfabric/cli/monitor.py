@@ -131,6 +131,17 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     con = console()
     done = 0
     snapshot: list[Any] = []
+
+    def on_poll(result: Any) -> None:  # every poll, the loop's or a scrape's (called with the lock held)
+        nonlocal done
+        if total is not None and done >= total:
+            return  # a scrape between the last counted poll and the server's shutdown
+        done += 1
+        if record:
+            with open(record, "a", encoding="utf-8") as handle:
+                handle.writelines(s.to_json() + "\n" for s in result.samples)
+
+    monitor.listeners.append(on_poll)
     try:
         while True:
             with lock:
@@ -139,12 +150,10 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
                 # with --serve, scrapes poll; this loop fills in only when nobody scraped for an interval
                 result = None if scraped else monitor.poll()
             if result is None:
+                if total is not None and done >= total:
+                    break
                 time.sleep(min(interval, 1.0))
                 continue
-            done += 1
-            if record:
-                with open(record, "a", encoding="utf-8") as handle:
-                    handle.writelines(s.to_json() + "\n" for s in result.samples)
             if once:  # a single dump (a ticket) has no time series: judge what the counters show on their own
                 from tensorfabric.telemetry.snapshot import snapshot_findings
 
@@ -153,7 +162,11 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
                 _show(monitor, result, con, as_json=as_json, once=once, poll_no=done, findings=snapshot)
             if total is not None and done >= total:
                 break
-            time.sleep(interval)
+            until = time.monotonic() + interval
+            while time.monotonic() < until and not (total is not None and done >= total):
+                time.sleep(max(0.0, min(0.2, until - time.monotonic())))  # scrapes may reach --polls meanwhile
+            if total is not None and done >= total:
+                break
     except KeyboardInterrupt:
         pass
     finally:

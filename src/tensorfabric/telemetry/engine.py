@@ -87,6 +87,8 @@ class Monitor:
         source still busy from an earlier poll is reported down at once (None: read one after another)."""
         self._readers: dict[str, Reader] = {}
         self._unknown_warned: set[str] = set()
+        self.listeners: list[Callable[[PollResult], None]] = []
+        """Called with every poll's result, whoever polled (the CLI loop or a scrape): --record, poll counts."""
         self.polled_at: float | None = None
         """``time.monotonic()`` when the last poll started (the exporter's collect-on-scrape cache age)."""
         self.detectors = list(load() if detectors is None else detectors)
@@ -179,7 +181,10 @@ class Monitor:
                             "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
         self._ingest_grouped(by_time)
-        return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
+        result = PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
+        for listener in self.listeners:
+            listener(result)
+        return result
 
     def _read_all(self) -> list[tuple[Source, Reading | Exception]]:
         """Every source's reading (or the error it raised), each within the deadline when one is set."""
