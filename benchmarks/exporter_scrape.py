@@ -43,6 +43,7 @@ NICS = 64
 REPEATS = 40
 UNFROZEN_POLLS = 6
 POLL_INTERVAL_S = 15.0
+DEADLINE_S = 5.0  # what `tensorfabric monitor` gives every source (--source-deadline): one reader thread each
 OUT = Path(__file__).resolve().parent / "results" / "exporter_scrape.json"
 HISTORY_S = 14 * 86400.0  # the capacity detector's lookback
 COARSE_STEP_S = 300.0  # Monitor's default coarse_step_s
@@ -101,7 +102,7 @@ def long_history(tmp: Path) -> dict[str, float]:
     for i, path in enumerate(paths):
         atomic_write_text(path, ethtool_dump(i, 0))
         sources.append(open_source(f"ethtool-file:{path}@eth{i}", ctx))
-    monitor = Monitor(sources, clock=clock)
+    monitor = Monitor(sources, clock=clock, source_deadline_s=DEADLINE_S)
     detectors, monitor.detectors = monitor.detectors, []
     series = [(i, d, p, {"host": "bench", "device": f"eth{i}", "port": "1", "direction": d, "priority": str(p)},
                sources[i].name) for i in range(NICS) for d in ("rx", "tx") for p in range(8)]
@@ -137,7 +138,8 @@ def per_source_times(tmp: Path) -> dict[str, float]:
     ctx = SourceContext(host="bench", clock=live)
     for i, path in enumerate(paths):
         atomic_write_text(path, ethtool_dump(i, 0))
-    monitor = Monitor([open_source(f"ethtool-file:{p}", ctx) for p in paths], clock=live)
+    monitor = Monitor([open_source(f"ethtool-file:{p}", ctx) for p in paths], clock=live,
+                      source_deadline_s=DEADLINE_S)
     cpu_s = []
     for step in range(1, UNFROZEN_POLLS + 1):
         for i, path in enumerate(paths):
@@ -161,7 +163,8 @@ def main() -> int:
         live = LiveClock()
         clock = PollClock(live)  # what `tensorfabric monitor` wires: one time per poll for every source
         ctx = SourceContext(host="bench", clock=clock)
-        monitor = Monitor([open_source(f"ethtool-file:{p}", ctx) for p in paths], clock=clock)
+        monitor = Monitor([open_source(f"ethtool-file:{p}", ctx) for p in paths], clock=clock,
+                          source_deadline_s=DEADLINE_S)
 
         def advance(step: int) -> None:
             for i, path in enumerate(paths):

@@ -19,7 +19,8 @@ def storm():  # type: ignore[no-untyped-def]
 
 def test_stuck_nic_pauses_its_tor_continuously_and_spreads(storm) -> None:  # type: ignore[no-untyped-def]
     s = storm.pause["storm"]
-    assert s["origin"] == "leaf0:Ethernet0"  # the ToR port facing the stuck NIC h0
+    assert s["origin"] == "h0:eth0"  # the stuck NIC, as the monitor's storm-origin detector names it
+    assert s["paused_port"] == "leaf0:Ethernet0"  # the ToR port it holds
     assert s["origin_paused_fraction"] > 0.99
     spread = set(s["spread_to"])
     assert any(p.startswith("spine") for p in spread), spread  # a spine's downlink to leaf0

@@ -70,3 +70,16 @@ def promtool() -> str:
         pytest.skip("promtool not found on PATH or in .cache/tools/bin (make tools extracts it from Debian's "
                     "prometheus package)")
     return found
+
+
+@pytest.fixture
+def prometheus_bin() -> str:
+    """The real Prometheus server (Debian's package, unpacked by scripts/install-tools.sh)."""
+    found = shutil.which("prometheus")
+    local = Path(__file__).resolve().parents[2] / ".cache" / "tools" / "bin" / "prometheus"
+    if found is None and local.is_file():
+        found = str(local)
+    if found is None:
+        pytest.skip("prometheus not found on PATH or in .cache/tools/bin (scripts/install-tools.sh unpacks it from "
+                    "Debian's prometheus package)")
+    return found

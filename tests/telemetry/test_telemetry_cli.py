@@ -124,3 +124,31 @@ def test_bad_links_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     links.write_text("- just-one-end\n")
     assert main(["monitor", "--once", "--source", "rdma:", "--links", str(links)]) == 2
     assert "two endpoints" in capsys.readouterr().err
+
+
+def test_serve_counts_and_records_the_polls_scrapes_make(tmp_path: Path) -> None:
+    """With --serve the scrapes poll; --polls counts them and --record keeps their samples."""
+    port = free_port()
+    record = tmp_path / "rec.jsonl"
+    codes: list[int] = []
+    source = f"rdma-json:{FIXTURES / 'rdma_statistic.json'}"
+    runner = threading.Thread(target=lambda: codes.append(main(
+        ["monitor", "--serve", f"127.0.0.1:{port}", "--polls", "3", "--interval", "60s", "--record", str(record),
+         "--source", source])))
+    runner.start()
+    scrapes = 0
+    try:
+        for _ in range(400):
+            if not runner.is_alive():
+                break
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+                scrapes += 1
+            except OSError:
+                pass
+            time.sleep(1.1)  # past the 1 s cache, so each scrape polls
+    finally:
+        runner.join(timeout=60)
+    assert codes == [0] and scrapes >= 2  # the first poll is the loop's, the others were scrapes'
+    times = {json.loads(line)["time"] for line in record.read_text().splitlines()}
+    assert len(times) == 3

@@ -16,7 +16,7 @@ _FUNCTIONS = {
     "rate", "irate", "increase", "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "and", "or",
     "unless", "group_left", "group_right", "predict_linear", "deriv", "label_replace", "label_values", "time",
     "timestamp", "min_over_time", "max_over_time", "count_over_time", "topk", "bottomk", "group", "abs", "bool",
-    "offset", "histogram_quantile", "humanizePercentage",
+    "offset", "histogram_quantile", "humanizePercentage", "clamp", "absent", "last_over_time",
 }
 
 
@@ -71,7 +71,8 @@ def test_rules_use_only_exported_and_recorded_metrics() -> None:
     groups = yaml.safe_load(RULES.read_text())["groups"]
     recorded = {r["record"] for g in groups for r in g["rules"] if "record" in r}
     used = set().union(*(metric_names(r["expr"]) for g in groups for r in g["rules"]))
-    assert used - recorded <= exported_names() | {"ALERTS"}, sorted(used - recorded - exported_names())
+    # up is Prometheus' own per-target series (the exporter-down rule reads it)
+    assert used - recorded <= exported_names() | {"ALERTS", "up"}, sorted(used - recorded - exported_names())
     assert {r["labels"]["detector"] for g in groups for r in g["rules"] if "labels" in r} >= {
         "pause-storm", "pfc-watchdog", "continuous-pause", "storm-origin", "congestion-spreading", "deadlock",
         "lossless-loss", "ecn-misconfig", "capacity-trend", "link-health"}
@@ -81,3 +82,16 @@ def test_extractor_sees_through_promql() -> None:
     expr = ('sum by (host) (rate(roce_cnp_sent_total{host=~"$host"}[$__rate_interval])) / on (host) '
             'label_replace(increase(roce_queue_packets_total[1m]) > 0, "priority", "$1", "queue", "(.*)")')
     assert metric_names(expr) == {"roce_cnp_sent_total", "roce_queue_packets_total"}
+
+
+def test_every_join_in_rules_and_dashboard_carries_the_exporter_identity() -> None:
+    """on()/by() clauses name job and instance (per-port joins) or cluster (fabric-wide counts): two exporters
+    whose host names collide must never be matched many-to-many."""
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    exprs = [r["expr"] for g in groups for r in g["rules"]]
+    exprs += re.findall(r'"expr": "((?:[^"\\]|\\.)*)"', DASHBOARD.read_text())
+    clauses = [c for e in exprs for c in re.findall(r"\b(?:on|by) \(([^)]*)\)", e)]
+    assert clauses
+    for clause in clauses:
+        names = {n.strip() for n in clause.split(",")}
+        assert {"job", "instance"} <= names or names == {"cluster", "priority"} or names == {"job", "instance"}, clause

@@ -74,10 +74,31 @@ def _write_cases(path: Path, cases: dict[str, tuple[int, float, float, str, tupl
     tests = []
     for scenario, (polls, interval_s, onset, eval_time, metrics, expected) in cases.items():
         data = list(trace(scenario, polls=polls, interval_s=interval_s, onset=onset, metrics=metrics))
-        tests.append({"interval": f"{int(interval_s)}s", "input_series": _series(data), "promql_expr_test": [
+        alive = {"series": 'tensorfabric_exporter_info{job="tensorfabric",instance="e1",version="1"}',
+                 "values": f"1x{polls}"}
+        tests.append({"interval": f"{int(interval_s)}s", "input_series": [alive, *_series(data)], "promql_expr_test": [
             {"expr": 'group by (detector) (ALERTS{alertstate="firing"})', "eval_time": eval_time,
              "exp_samples": [{"labels": f'{{detector="{d}"}}', "value": 1} for d in sorted(expected)]}]})
     # JSON is YAML, and writing it is far faster than yaml.safe_dump for half a megabyte of series
     path.write_text(json.dumps({"rule_files": [str(RULES)], "evaluation_interval": evaluation_interval,
                                 "tests": tests}))
     return path
+
+
+def test_exposition_of_every_fixture_passes_promtool_check_metrics(promtool: str) -> None:
+    """Every family the fixtures produce (six drivers, the rdma text forms, sysfs) lints clean."""
+    from tensorfabric.telemetry.engine import Monitor
+    from tensorfabric.telemetry.exposition import TextRenderer
+    from tensorfabric.telemetry.sources import open_source
+
+    from .telemetry_support import FIXTURES, ctx
+
+    specs = [f"ethtool-file:{p}" for p in sorted((FIXTURES / "drivers").glob("*.txt"))]
+    specs += [f"rdma-file:{p}@mlx5_9/1" for p in sorted((FIXTURES / "rdma").glob("*.txt"))]
+    specs += [f"sysfs:{FIXTURES / 'sysfs'}", f"rdma-json:{FIXTURES / 'rdma_statistic.json'}"]
+    monitor = Monitor([open_source(spec, ctx(host=f"h{i}")) for i, spec in enumerate(specs)])
+    monitor.poll()
+    text = TextRenderer({"cluster": "c1"}).render_monitor(monitor).decode()
+    done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), done.stdout + done.stderr

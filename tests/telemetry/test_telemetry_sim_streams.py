@@ -41,3 +41,20 @@ def test_simulated_deadlock_cycle_is_confirmed_with_the_cabling() -> None:
     first, alerts, _ = _replay(samples, Thresholds(links=cabling))
     assert "deadlock" in first
     assert any(a.detector == "deadlock" and a.severity == "critical" for a in alerts)
+
+
+def test_wall_clock_stream_keeps_the_paused_fractions_the_simulator_computed() -> None:
+    from tensorfabric.telemetry.detectors.base import paused_fractions
+    from tensorfabric.telemetry.wallclock import stretch
+    from tensorfabric.telemetry.window import Window
+
+    result = sim.simulate("storm", sim.Overrides(duration_s=1.5e-3, counter_interval_s=100e-6))
+    samples = list(sim.counter_samples(result.network, result.trace, priority=3, mtu=4096, lossless=True))
+    streamed = [s for _, snapshot in stretch(samples, pace_s=15.0, start=1000.0) for s in snapshot]
+    times = sorted({s.time for s in streamed})
+    assert times[0] == 1000.0 and {b - a for a, b in zip(times, times[1:], strict=False)} == {15.0}
+    before = dict(paused_fractions(Window(samples), "tx"))
+    after = dict(paused_fractions(Window(streamed), "tx"))
+    assert before.keys() == after.keys() and all(abs(before[k] - after[k]) < 1e-9 for k in before)
+    first, alerts, _ = _replay(streamed, Thresholds())
+    assert "storm-origin" in first  # the same verdict at Prometheus' pace

@@ -37,8 +37,10 @@ def test_ethtool_mlx5_units_and_labels() -> None:
     assert find(s, "roce_link_down_events_total")[0].value == 4
     assert find(s, "roce_pci_stalled_ratio", direction="wr")[0].value == pytest.approx(0.12)
     assert {x.labels["reason"] for x in find(s, "roce_discards_total")} == {
-        "no_buffer", "host_buffer", "wred", "phy_rx", "phy_tx"}
-    # allowlist: ring/software counters do not become samples
+        "no_buffer", "host_buffer", "wred", "phy_rx", "phy_tx", "pci_overflow"}
+    # counters without a canonical name are exported generically under their raw name, never dropped
+    assert find(s, "roce_nic_stat_total", name="tx_tso_packets")[0].value == 128
+    assert find(s, "roce_eth_rx_out_of_buffer_total")[0].value == 0
     assert not [x for x in s if "tso" in x.metric or x.metric.startswith("rx_")]
     assert all(x.kind == "counter" for x in s if x.metric.endswith("_total"))
 
@@ -62,14 +64,14 @@ def test_sysfs_tree_words_to_bytes_and_na_is_absent() -> None:
     assert reading.errors == ()
     s = reading.samples
     assert find(s, "roce_bytes_total", device="mlx5_0", direction="tx")[0].value == 2880761508848 * 4
-    assert find(s, "roce_link_speed_bits_per_second", device="mlx5_0")[0].value == 400e9
+    assert find(s, "roce_link_speed_bytes_per_second", device="mlx5_0")[0].value == 400e9 / 8
     assert find(s, "roce_retransmissions_total", device="mlx5_0", kind="local_ack_timeout_err")[0].value == 131
     assert find(s, "roce_cnp_handled_total", device="mlx5_0")[0].value == 18231
     # the VF reads "N/A (no PMA)": absent, never zero; its link_downed is real
     assert not find(s, "roce_bytes_total", device="mlx5_1")
     assert find(s, "roce_link_down_events_total", device="mlx5_1")[0].value == 5
     # bnxt_re has no counters/ directory: only its rate, no error
-    assert {x.metric for x in s if x.labels["device"] == "bnxt_re0"} == {"roce_link_speed_bits_per_second"}
+    assert {x.metric for x in s if x.labels["device"] == "bnxt_re0"} == {"roce_link_speed_bytes_per_second"}
 
 
 def test_sysfs_file_vanishing_mid_poll_is_an_error_not_a_crash(tmp_path: Path) -> None:
@@ -237,3 +239,12 @@ def test_fuzz_sonic_queue_hash(fields: dict[str, str]) -> None:
     samples = queue_samples(fields, _QUEUE, time=0.0, labels={"host": "s", "port": "Ethernet0", "queue": "3"},
                             source="fuzz", errors=errors)
     assert all(s.value >= 0 for s in samples)
+
+
+def test_sysfs_root_may_be_the_sys_mount_or_the_filesystem_root(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "sysfs", tmp_path / "sys")
+    as_root = open_source(f"sysfs:{tmp_path}", ctx()).read()  # "/" style: ROOT/sys/class/infiniband
+    as_sys = open_source(f"sysfs:{tmp_path / 'sys'}", ctx()).read()  # "/sys" style
+    assert len(as_root.samples) == len(as_sys.samples) > 0 and as_root.errors == as_sys.errors == ()
+    empty = open_source(f"sysfs:{tmp_path / 'sys' / 'class'}", ctx()).read()
+    assert "a sysfs root is /sys or /" in empty.errors[0]

@@ -2,8 +2,10 @@
 
 Without ``--serve`` it draws a live view (top ports by paused share, alerts) every ``--interval``; ``--once
 --json`` prints one poll as ``{"samples": [...], "alerts": [...]}``; ``--record PATH`` appends every sample as
-a JSON line (readable again with ``--source replay:PATH``). Exit code 1 when alerts are active at the end or a
-source failed in the last poll.
+a JSON line (readable again with ``--source replay:PATH``). Exit code 1 when alerts are active at the end or
+a source failed its last poll; 2 for unusable input (a source spec that cannot be opened, a busy port).
+With ``--serve`` every scrape reads the sources itself unless the last poll is under a second old (collect
+on scrape); the background loop polls only when nobody scraped for ``--interval``.
 """
 
 from __future__ import annotations
@@ -94,14 +96,25 @@ def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint
               help=f"Run only this detector (repeatable): {', '.join(DETECTORS.names())}.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Override a detector threshold.")
 @click.option("--host", "host_label", help="Host label for local sources (default: this machine's name).")
+@click.option("--label", "const_labels", multiple=True, metavar="KEY=VALUE",
+              help="Add a label to every exported series, e.g. --label cluster=prod-a (repeatable).")
+@click.option("--source-deadline", type=DURATION, default="5s", show_default=True,
+              help="Longest a poll waits for one source; a slower source is reported down for that poll.")
+@click.option("--counters-allow", metavar="REGEX", help="Export only these counters without a canonical name.")
+@click.option("--counters-deny", metavar="REGEX", help="Never export these counters without a canonical name.")
+@click.option("--counters-max", type=click.IntRange(min=0), default=1024, show_default=True,
+              help="Most generic (roce_nic_stat_total) series one source may create.")
 def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_remote: bool, once: bool,
         polls: int | None, as_json: bool, record: str | None, links_path: str | None,
-        detector_names: tuple[str, ...], settings: tuple[str, ...], host_label: str | None) -> int:
+        detector_names: tuple[str, ...], settings: tuple[str, ...], host_label: str | None,
+        const_labels: tuple[str, ...], source_deadline: float, counters_allow: str | None,
+        counters_deny: str | None, counters_max: int) -> int:
     """Watch NIC and switch counters: live view, JSON, recording or a Prometheus exporter."""
     from tensorfabric.telemetry.clock import PollClock
     from tensorfabric.telemetry.detectors import load
     from tensorfabric.telemetry.engine import Monitor
     from tensorfabric.telemetry.sources import SourceContext, open_source
+    from tensorfabric.telemetry.sources.base import CounterFilter
 
     if not sources:
         raise InputError("monitor: give at least one --source KIND:ARG (e.g. --source ethtool:eth0)")
@@ -110,11 +123,14 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         from tensorfabric.telemetry.exporter import parse_listen
 
         endpoint = parse_listen(listen, allow_remote=allow_remote)
+    extra = _const_labels(const_labels)
     clock = PollClock()  # one time per poll for every source: one detector run per poll
-    ctx = SourceContext(clock=clock) if host_label is None else SourceContext(host=host_label, clock=clock)
+    counters = CounterFilter.parse(counters_allow, counters_deny, counters_max)
+    ctx = SourceContext(clock=clock, counters=counters) if host_label is None else SourceContext(
+        host=host_label, clock=clock, counters=counters)
     opened = [open_source(spec, ctx) for spec in sources]
     monitor = Monitor(opened, detectors=load(detector_names), limits=_thresholds(settings, _links(links_path)),
-                      clock=clock)
+                      clock=clock, source_deadline_s=source_deadline)
     total = 1 if once else polls
     lock = threading.Lock()
     server = None
@@ -122,7 +138,8 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         from tensorfabric.telemetry.exporter import serve
 
         try:
-            server, _ = serve(monitor, endpoint[0], endpoint[1], lock)
+            server, _ = serve(monitor, endpoint[0], endpoint[1], lock, max_age_s=min(1.0, interval),
+                              const_labels=extra)
         except OSError as exc:  # busy port, address not on this host, unresolvable name: the user's to fix
             raise InputError(f"--serve {listen!r}: {exc.strerror or exc}; pick a free port and an address of "
                              "this host, e.g. 127.0.0.1:9108") from None
@@ -131,33 +148,83 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     if record:
         Path(record).parent.mkdir(parents=True, exist_ok=True)
     done = 0
+    snapshot: list[Any] = []
+
+    def on_poll(result: Any) -> None:  # every poll, the loop's or a scrape's (called with the lock held)
+        nonlocal done
+        if total is not None and done >= total:
+            return  # a scrape between the last counted poll and the server's shutdown
+        done += 1
+        if record:
+            with open(record, "a", encoding="utf-8") as handle:
+                handle.writelines(s.to_json() + "\n" for s in result.samples)
+
+    monitor.listeners.append(on_poll)
     try:
         while True:
             with lock:
-                result = monitor.poll()
-            done += 1
-            if record:
-                with open(record, "a", encoding="utf-8") as handle:
-                    handle.writelines(s.to_json() + "\n" for s in result.samples)
+                scraped = (server is not None and monitor.polled_at is not None
+                           and time.monotonic() - monitor.polled_at < interval)
+                # with --serve, scrapes poll; this loop fills in only when nobody scraped for an interval
+                result = None if scraped else monitor.poll()
+            if result is None:
+                if total is not None and done >= total:
+                    break
+                time.sleep(min(interval, 1.0))
+                continue
+            if once:  # a single dump (a ticket) has no time series: judge what the counters show on their own
+                from tensorfabric.telemetry.snapshot import snapshot_findings
+
+                snapshot = snapshot_findings(result.samples)
             if endpoint is None:
-                _show(monitor, result, con, as_json=as_json, once=once, poll_no=done)
+                _show(monitor, result, con, as_json=as_json, once=once, poll_no=done, findings=snapshot)
             if total is not None and done >= total:
                 break
-            time.sleep(interval)
+            until = time.monotonic() + interval
+            while time.monotonic() < until and not (total is not None and done >= total):
+                time.sleep(max(0.0, min(0.2, until - time.monotonic())))  # scrapes may reach --polls meanwhile
+            if total is not None and done >= total:
+                break
     except KeyboardInterrupt:
         pass
     finally:
         if server is not None:
             server.shutdown()
             server.server_close()
-    # 1: alerts are active, or a source failed its last read (its counters are missing, not healthy).
-    return 1 if monitor.alerts or any(not status.up for status in monitor.status.values()) else 0
+    failed = [name for name, status in monitor.status.items() if not status.up]
+    if failed:
+        log.warning("source(s) failed their last poll: %s", ", ".join(failed))
+    from tensorfabric.findings import exit_code_for
+
+    return 1 if monitor.alerts or failed or (once and exit_code_for(snapshot)) else 0
 
 
-def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int) -> None:
+_RESERVED = {"host", "device", "port", "priority", "direction", "queue", "reason", "kind", "name", "link_layer",
+             "source", "detector", "severity", "subject", "metric", "version", "job", "instance"}
+
+
+def _const_labels(items: tuple[str, ...]) -> dict[str, str]:
+    """``--label KEY=VALUE`` pairs; a key the exporter itself uses, or one Prometheus reserves, is refused."""
+    import re
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]{0,99}", key) is None or key.startswith("__"):
+            raise InputError(f"--label {item!r}: expected KEY=VALUE with KEY a label name such as cluster")
+        if key in _RESERVED:
+            raise InputError(f"--label {item!r}: {key!r} is a label the exporter or Prometheus sets itself; "
+                             "choose another name (e.g. cluster, site)")
+        out[key] = value
+    return out
+
+
+def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int,
+          findings: list[Any]) -> None:
     if as_json and once:
         emit_json({"samples": [s.to_dict() for s in result.samples], "alerts": [a.to_dict() for a in result.alerts],
-                   "errors": {k: list(v) for k, v in result.errors.items()}})
+                   "errors": {k: list(v) for k, v in result.errors.items()},
+                   "findings": [f.to_dict() for f in findings]})
         return
     if as_json:
         click.echo(json.dumps({"time": result.time, "alerts": [a.to_dict() for a in result.alerts],
@@ -169,3 +236,7 @@ def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, pol
     if con.is_terminal and not once:
         con.clear()
     con.print(render_view(monitor.window(), result.alerts, errors=result.errors, title=title))
+    if once:
+        from tensorfabric.cli._common import render_findings
+
+        render_findings(findings, as_json=False, title="What this dump shows on its own")

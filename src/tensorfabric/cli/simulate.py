@@ -60,15 +60,20 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--plot", type=OUTPUT_FILE, help="Write queue, pause and rate plots to this PNG.")
 @click.option("--counters", type=OUTPUT_FILE, help="Write the counter stream (JSON lines) here.")
 @click.option("--counter-interval", type=DURATION, help="Counter snapshot interval (default 100us).")
+@click.option("--wall-clock", "pace", type=DURATION, metavar="PACE",
+              help="With --counters: stream the snapshots in real time, one PACE apart (e.g. 15s), for "
+                   "`monitor --source replay:FILE --serve` and Prometheus rules (see docs/telemetry.md).")
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
         xoff: int | None, no_pfc: bool, no_ecn: bool, fail_links: tuple[str, ...], step: float | None,
         dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
-        counters: str | None, counter_interval: float | None) -> int:
+        counters: str | None, counter_interval: float | None, pace: float | None) -> int:
     """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them)."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
+    if pace is not None and not counters:
+        raise InputError("--wall-clock needs --counters FILE (the stream it writes in real time)")
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
     fabric, spec_ecn = _load_fabric(fabric_path) if fabric_path else (None, None)
     if spec_ecn is not None:  # the spec's QoS plan is the default; flags still win
@@ -85,10 +90,12 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
+    if counters and pace is not None:
+        _stream_counters(result, counters, pace)
     from tensorfabric.fsutil import write_files
 
     # Both outputs are made in memory first; a full or read-only disk then says which were written.
-    write_files([*([(counters, _counter_lines(result), None)] if counters else []),
+    write_files([*([(counters, _counter_lines(result), None)] if counters and pace is None else []),
                  *([(plot, _plot(result), None)] if plot else [])])
     accuracy = _accuracy(result)
     if as_json:
@@ -123,6 +130,27 @@ def _counter_lines(result: Any) -> str:
                                                    mtu=int(cfg["mtu"]),
                                                    lossless=bool(cfg.get("pfc", True)))]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _stream_counters(result: Any, path: str, pace: float) -> None:
+    """Append each snapshot at its wall-clock time (never over an existing file: it may be someone's data)."""
+    import time
+
+    from tensorfabric.sim.counters import counter_samples
+    from tensorfabric.telemetry.wallclock import stretch
+
+    cfg = result.params
+    samples = counter_samples(result.network, result.trace, priority=int(cfg["priority"]), mtu=int(cfg["mtu"]),
+                              lossless=bool(cfg.get("pfc", True)))
+    try:
+        handle = open(path, "x", encoding="utf-8")  # noqa: SIM115 -- held open for the whole stream
+    except FileExistsError as exc:
+        raise InputError(f"--counters {path!r} exists; --wall-clock appends live, so give a new file") from exc
+    with handle:
+        for wall, snapshot in stretch(samples, pace_s=pace, start=time.time()):
+            time.sleep(max(0.0, wall - time.time()))
+            handle.write("".join(s.to_json() + "\n" for s in snapshot))
+            handle.flush()
 
 
 def _plot(result: Any) -> bytes:

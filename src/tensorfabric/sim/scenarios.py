@@ -229,12 +229,17 @@ def _storm(o: Overrides, fabric: Fabric | None) -> Plan:
     def judge(r: SimResult) -> SimResult:
         net = r.network
         into = [i for i, e in enumerate(net.edges) if e.dst == stuck]
-        origin = port_name(net, into[0])
+        paused_port = port_name(net, into[0])
+        # the origin is the NIC that sends the pause -- what the monitor's storm-origin detector names -- and
+        # paused_port the ToR port it holds (the NIC's TX paused share is that port's RX paused share)
+        out_of = [i for i, e in enumerate(net.edges) if e.src == stuck and e.dst == net.edges[into[0]].src]
+        origin = port_name(net, out_of[0]) if out_of else stuck
         frac = r.trace.edge_paused_s / r.sim_time_s
         upstream = sorted(port_name(net, int(i)) for i in np.flatnonzero(frac > 0.05) if i not in into)
         victims = [f.id for f in r.flows if f.dst != stuck and f.fct_s is None
                    and f.mean_rate_bps < 0.5 * net.line_bps[f.id]]
-        return r.with_outcome(pause={"storm": {"origin": origin, "origin_paused_fraction": float(frac[into[0]]),
+        return r.with_outcome(pause={"storm": {"origin": origin, "paused_port": paused_port,
+                                               "origin_paused_fraction": float(frac[into[0]]),
                                                "spread_to": upstream, "victim_flows": victims}})
 
     return Plan(fab, flows, cfg, params, judge)

@@ -15,15 +15,17 @@ import time as _time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
+from tensorfabric.telemetry.intake import MAX_ERRORS, Reader, bad_names, bounded, checked
+from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
-from tensorfabric.telemetry.sources import Source
+from tensorfabric.telemetry.sources import Reading, Source
 from tensorfabric.telemetry.tracks import Track, TrackIndex
 from tensorfabric.telemetry.window import Labels, Window
 
@@ -47,6 +49,10 @@ class _Layout:
     tracks: list[Track | None]
     clashes: tuple[str, ...]
     all_ours: bool
+    invalid: tuple[str, ...] = ()
+    """Samples refused for a metric or label name Prometheus cannot carry (``__name__``, ``bad-label``)."""
+    recognised: int = 0
+    """Samples with a canonical (catalogue, non-generic) name."""
 
 
 @dataclass(slots=True)
@@ -56,6 +62,8 @@ class SourceStatus:
     up: bool = True
     errors_total: int = 0
     last_errors: tuple[str, ...] = ()
+    recognised: int = -1
+    """Canonical samples in the last reading (-1: not read yet); 0 with samples means an unknown driver."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +79,18 @@ class PollResult:
 class Monitor:
     def __init__(self, sources: Sequence[Source] = (), *, detectors: Sequence[Detector] | None = None,
                  limits: Thresholds | None = None, clock: Callable[[], float] = _time.time,
-                 coarse_step_s: float = 300.0, stale_s: float = 300.0) -> None:
+                 coarse_step_s: float = 300.0, stale_s: float = 300.0,
+                 source_deadline_s: float | None = None) -> None:
         self.sources = list(sources)
+        self.source_deadline_s = source_deadline_s
+        """With a deadline every source is read in its own thread and a poll waits at most this long for it; a
+        source still busy from an earlier poll is reported down at once (None: read one after another)."""
+        self._readers: dict[str, Reader] = {}
+        self._unknown_warned: set[str] = set()
+        self.listeners: list[Callable[[PollResult], None]] = []
+        """Called with every poll's result, whoever polled (the CLI loop or a scrape): --record, poll counts."""
+        self.polled_at: float | None = None
+        """``time.monotonic()`` when the last poll started (the exporter's collect-on-scrape cache age)."""
         self.detectors = list(load() if detectors is None else detectors)
         self.limits = limits or Thresholds()
         self.clock = clock
@@ -134,32 +152,67 @@ class Monitor:
         return self._poll()
 
     def _poll(self) -> PollResult:
+        self.polled_at = _time.monotonic()
         by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
-        for source in self.sources:
+        for source, outcome in self._read_all():
             status = self.status.setdefault(source.name, SourceStatus())
-            try:
-                reading = source.read()
-            except (TensorFabricError, OSError) as exc:
-                status.up, status.last_errors = False, (str(exc),)
+            if not isinstance(outcome, Reading):
+                status.up, status.last_errors = False, (str(outcome),)
                 status.errors_total += 1
                 errors[source.name] = status.last_errors
-                log.warning("source %s failed: %s", source.name, exc)
+                log.warning("source %s failed: %s", source.name, outcome)
                 continue
-            kept, clashes = self._claim(source.name, reading.samples, by_time)
-            problems = reading.errors + clashes
-            status.up, status.last_errors = True, problems
-            status.errors_total += len(problems)
-            if problems:
-                errors[source.name] = problems
-                for message in problems[:5]:
+            read, refused = checked(outcome.samples)
+            kept, layout = self._claim(source.name, read, by_time)
+            problems = bounded(outcome.errors + refused + layout.invalid)
+            # up: the last poll read cleanly. Clashes are configuration (two sources on one series), not failures.
+            status.up, status.last_errors = not problems, problems + layout.clashes
+            status.recognised = layout.recognised
+            status.errors_total += len(problems) + len(layout.clashes)
+            if problems or layout.clashes:
+                errors[source.name] = status.last_errors
+                for message in status.last_errors[:5]:
                     log.warning("source %s: %s", source.name, message)
+            if read and not layout.recognised and source.name not in self._unknown_warned:
+                self._unknown_warned.add(source.name)
+                log.warning("source %s: none of its %d counters has a canonical name (driver not known); they are "
+                            "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
         self._ingest_grouped(by_time)
-        return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
+        result = PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
+        for listener in self.listeners:
+            listener(result)
+        return result
 
-    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], tuple[str, ...]]:
+    def _read_all(self) -> list[tuple[Source, Reading | Exception]]:
+        """Every source's reading (or the error it raised), each within the deadline when one is set."""
+        if self.source_deadline_s is None:
+            out: list[tuple[Source, Reading | Exception]] = []
+            for source in self.sources:
+                try:
+                    out.append((source, source.read()))
+                except (TensorFabricError, OSError) as exc:
+                    out.append((source, exc))
+            return out
+        readers = []
+        for source in self.sources:
+            reader = self._readers.get(source.name)
+            if reader is None or reader.source is not source:
+                reader = self._readers[source.name] = Reader(source)
+            readers.append((source, reader, reader.start()))
+        deadline = _time.monotonic() + self.source_deadline_s
+        results: list[tuple[Source, Reading | Exception]] = []
+        for source, reader, started in readers:
+            if not started:
+                results.append((source, TimeoutError(
+                    f"still reading since an earlier poll (longer than the {self.source_deadline_s:g} s deadline)")))
+                continue
+            results.append((source, reader.wait(max(0.0, deadline - _time.monotonic()), self.source_deadline_s)))
+        return results
+
+    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], _Layout]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
 
         Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
@@ -181,7 +234,7 @@ class Monitor:
                 group = by_time[t] = ([], [])
             group[0].extend(layout.tracks)  # type: ignore[arg-type]  # all_ours: no None in it
             group[1].extend(samples)
-            return list(samples), layout.clashes
+            return list(samples), layout
         kept: list[Sample] = []
         for track, sample in zip(layout.tracks, samples, strict=True):
             if track is not None:
@@ -191,13 +244,23 @@ class Monitor:
                     group = by_time[sample.time] = ([], [])
                 group[0].append(track)
                 group[1].append(sample)
-        return kept, layout.clashes
+        return kept, layout
 
     def _resolve(self, name: str, samples: Sequence[Sample], metrics: list[str],
                  labels: list[Mapping[str, str]]) -> _Layout:
         tracks: list[Track | None] = []
         clashes: dict[str, str] = {}
+        invalid: list[str] = []
+        recognised = 0
         for sample in samples:
+            problem = bad_names(sample)
+            if problem:
+                tracks.append(None)
+                if len(invalid) < MAX_ERRORS:
+                    invalid.append(problem)
+                continue
+            if sample.metric != GENERIC and sample.metric in METRICS:
+                recognised += 1
             track = self._tracks.track(sample)
             owner = track.owner
             if owner is None:
@@ -209,7 +272,7 @@ class Monitor:
                 clashes.setdefault(owner, sample.metric)
         return _Layout(metrics, labels, tracks, tuple(
             f"series already read by {owner} (e.g. {metric}) dropped from this source"
-            for owner, metric in clashes.items()), not clashes)
+            for owner, metric in clashes.items()), not clashes and not invalid, tuple(invalid), recognised)
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
@@ -243,9 +306,13 @@ class Monitor:
             t, value = sample.time, sample.value
             if sample.kind == "counter" and t > track.rate_t:  # RateTracker.update's bookkeeping, per Track
                 previous = track.rate_v
+                if previous is not None and value < previous and self.rates.record(
+                        sample.metric, track.key[1], t, previous, value)[1] == "glitch":
+                    # keep the previous value: neither the detectors nor Prometheus (which reads any decrease
+                    # as a reset) may see a read glitch
+                    value = previous
+                    sample = replace(sample, value=previous)
                 track.rate_t, track.rate_v = t, value
-                if previous is not None and value < previous:
-                    self.rates.record(sample.metric, track.key[1], t, previous, value)
             key = track.key
             current = latest.get(key)
             if current is None or current.time <= t:
@@ -326,3 +393,4 @@ class Monitor:
         self._since = since
         self.alerts = tuple(alerts)
         return self.alerts
+

@@ -10,8 +10,14 @@ into any prometheus_client registry; the built-in server renders the same snapsh
 
 from __future__ import annotations
 
+import errno
+import ipaddress
+import logging
+import socket
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,8 +28,10 @@ from tensorfabric.telemetry.metrics import METRICS
 
 __all__ = ["FabricCollector", "exported_names", "parse_listen", "render", "render_fast", "serve"]
 
-_LOOPBACK = ("127.", "::1", "localhost")
-_OWN = ("tensorfabric_alert", "tensorfabric_source_up", "tensorfabric_source_errors_total",
+log = logging.getLogger(__name__)
+
+_OWN = ("tensorfabric_exporter_info", "tensorfabric_source_recognised_samples",
+        "tensorfabric_alert", "tensorfabric_source_up", "tensorfabric_source_errors_total",
         "tensorfabric_counter_resets_total", "tensorfabric_poll_samples")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -83,47 +91,98 @@ def render_fast(monitor: Monitor, renderer: TextRenderer, *, poll: bool = False)
     return renderer.render_monitor(monitor)
 
 
-def parse_listen(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port); only loopback unless ``allow_remote`` (the exporter has no auth)."""
+Resolver = Callable[[str, int], list[str]]
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InputError(f"--serve {host}:{port}: cannot resolve {host!r}: {exc.strerror or exc}") from exc
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def parse_listen(text: str, *, allow_remote: bool = False, resolve: Resolver = _resolve) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); only loopback unless ``allow_remote`` (the exporter has no auth).
+
+    Loopback is judged by the address the name *resolves* to, every one of them: ``127.evil.example`` may
+    resolve anywhere, ``localhost`` is fine wherever it points at 127.0.0.0/8 or ::1.
+    """
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InputError(f"--serve {text!r}: expected HOST:PORT such as 127.0.0.1:9108")
-    if not allow_remote and not host.startswith(_LOOPBACK):
-        raise InputError(f"--serve {text!r}: {host} is not a loopback address; pass --allow-remote to expose "
-                         "the exporter beyond this machine")
+    if not allow_remote:
+        addresses = resolve(host, int(port))
+        remote = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+        if remote or not addresses:
+            raise InputError(f"--serve {text!r}: {host} resolves to {', '.join(remote or ['nothing'])}, not a "
+                             "loopback address; pass --allow-remote to expose the exporter beyond this machine")
     return host, int(port)
 
 
-def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """Serve ``/metrics`` in a daemon thread; returns (server, thread). Call server.shutdown() to stop."""
-    renderer = TextRenderer()
+def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock, *, max_age_s: float | None = None,
+          const_labels: dict[str, str] | None = None, idle_timeout_s: float = 30.0,
+          backlog: int = 128) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Serve ``/metrics`` (GET and HEAD) in a daemon thread; returns (server, thread). Call server.shutdown().
+
+    With ``max_age_s`` a scrape polls the sources itself when the last poll is older than that (collect on
+    scrape, as the Prometheus exporter guide asks: the values are read when Prometheus stamps them, so
+    scrape-to-scrape deltas are the real elapsed time). A busy port raises InputError.
+    """
+    renderer = TextRenderer(const_labels)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 -- the http.server API
+        timeout = idle_timeout_s  # a client that connects and says nothing is dropped after this
+
+        def _body(self) -> bytes | None:
             if self.path.split("?")[0] not in ("/", "/metrics"):
                 self.send_error(404, "only /metrics is served")
-                return
+                return None
             with lock:
-                body = renderer.render_monitor(monitor)
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+                if max_age_s is not None and (monitor.polled_at is None
+                                              or time.monotonic() - monitor.polled_at >= max_age_s):
+                    monitor.poll()
+                return renderer.render_monitor(monitor)
+
+        def _send(self, head_only: bool) -> None:
+            body = self._body()
+            if body is None:
+                return
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not head_only:
+                    self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError) as exc:
+                log.warning("scrape from %s ended early: %s", self.client_address[0], exc)
+
+        def do_GET(self) -> None:  # noqa: N802 -- the http.server API
+            self._send(head_only=False)
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._send(head_only=True)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- keep scrapes out of stderr
             return
 
-    server_class = ThreadingHTTPServer
-    if ":" in host:
-        import socket
+    class Server(ThreadingHTTPServer):
+        request_queue_size = backlog
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
-        class V6Server(ThreadingHTTPServer):
-            address_family = socket.AF_INET6
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # one line, not http.server's traceback: a client that vanished is not the exporter's failure
+            log.warning("client %s: %s", client_address[0] if client_address else "?", sys.exc_info()[1])
 
-        server_class = V6Server
-    server = server_class((host, port), Handler)
+    try:
+        server = Server((host, port), Handler)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise InputError(f"--serve {host}:{port}: the port is already in use (another exporter?); "
+                             "pick another with --serve HOST:PORT") from exc
+        raise InputError(f"--serve {host}:{port}: cannot listen: {exc.strerror or exc}") from exc
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="tensorfabric-exporter", daemon=True)
     thread.start()

@@ -59,9 +59,20 @@ def _sample_families(monitor: Monitor) -> list[Family]:
     return families
 
 
+VERSION = "1"
+"""Exposition schema version in ``tensorfabric_exporter_info`` (bumped when metric names change)."""
+
+
 def _own_families(alerts: Iterable[Alert], status: dict[str, SourceStatus], resets: dict[tuple[str, str], int],
                   samples: int) -> list[Family]:
     return [
+        Family("tensorfabric_exporter_info", "gauge",
+               "1 while a tensorfabric exporter serves (rules alert when it disappears)", ("version",),
+               (((VERSION,), 1.0),)),
+        Family("tensorfabric_source_recognised_samples", "gauge",
+               "Canonical samples in the source's last reading; 0 while it reads counters = unknown driver",
+               ("source",), tuple(((name,), float(max(st.recognised, 0))) for name, st in sorted(status.items())
+                                  if st.recognised >= 0)),
         Family("tensorfabric_alert", "gauge", "1 for every active detector alert", ("detector", "severity", "subject"),
                tuple(((a.detector, a.severity, a.subject), 1.0) for a in alerts)),
         Family("tensorfabric_source_up", "gauge", "1 if the source's last poll read anything", ("source",),
@@ -80,11 +91,17 @@ def _resets(monitor: Monitor) -> dict[tuple[str, str], int]:
     return dict(monitor.rates.event_counts)
 
 
-def snapshot(monitor: Monitor) -> list[Family]:
-    """Every family one scrape exposes. Call with the monitor's lock held."""
+def snapshot(monitor: Monitor, const_labels: dict[str, str] | None = None) -> list[Family]:
+    """Every family one scrape exposes, each series with ``const_labels`` added. Call with the monitor's lock
+    held."""
     sample_families = _sample_families(monitor)
     held = sum(len(f.rows) for f in sample_families)
-    return sample_families + _own_families(monitor.alerts, dict(monitor.status), _resets(monitor), held)
+    families = sample_families + _own_families(monitor.alerts, dict(monitor.status), _resets(monitor), held)
+    if not const_labels:
+        return families
+    names, values = tuple(const_labels), tuple(const_labels.values())
+    return [Family(f.name, f.kind, f.help, f.labelnames + names, tuple((row + values, v) for row, v in f.rows),
+                   tuple((key, names) for key in f.series_keys)) for f in families]
 
 
 def _escape(value: str) -> str:
@@ -102,7 +119,9 @@ def _number(value: float) -> str:
 class TextRenderer:
     """Prometheus text format 0.0.4, with each series' ``name{labels}`` prefix escaped once and reused."""
 
-    def __init__(self) -> None:
+    def __init__(self, const_labels: dict[str, str] | None = None) -> None:
+        self._const = "".join(f',{k}="{_escape(v)}"' for k, v in (const_labels or {}).items())
+        """Labels added to every series (``monitor --label cluster=NAME``), escaped once."""
         self._prefix: dict[object, str] = {}
         self._labels: dict[str, tuple[str, ...]] = {}
         self._seen: dict[str, set[object]] = defaultdict(set)
@@ -136,7 +155,8 @@ class TextRenderer:
                 prefix = cache.get((key, keys))
                 if prefix is None:
                     found = dict(key[1])
-                    labels = ",".join(f'{_BAD.sub("_", k)}="{_escape(found.get(k, ""))}"' for k in keys)
+                    labels = ",".join(f'{_BAD.sub("_", k)}="{_escape(found.get(k, ""))}"' for k in keys) + self._const
+                    labels = labels.lstrip(",")
                     prefix = cache[(key, keys)] = f"{name}{{{labels}}} " if labels else f"{name} "
                 out.append(prefix + _number(sample.value) + "\n")
         own = _own_families(monitor.alerts, dict(monitor.status), _resets(monitor), held)
@@ -152,6 +172,7 @@ class TextRenderer:
                 prefix = cache.get(key) if key is not None else None
                 if prefix is None:
                     labels = ",".join(f'{n}="{_escape(v)}"' for n, v in zip(family.labelnames, values, strict=True))
+                    labels = (labels + self._const).lstrip(",")
                     prefix = f"{family.name}{{{labels}}} " if labels else f"{family.name} "
                     if key is not None:
                         cache[key] = prefix

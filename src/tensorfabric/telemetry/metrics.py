@@ -15,9 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["LABELS", "METRICS", "MetricSpec", "spec"]
+__all__ = ["GENERIC", "LABELS", "METRICS", "MetricSpec", "spec"]
 
-LABELS = ("host", "device", "port", "priority", "direction", "queue", "reason", "kind")
+LABELS = ("host", "device", "port", "priority", "direction", "queue", "reason", "kind", "name", "link_layer")
+
+GENERIC = "roce_nic_stat_total"
+"""The one family for every counter a source reads but has no canonical name for (node_exporter style: the raw
+counter name is the ``name`` label). Cardinality is bounded per source by :class:`CounterFilter`."""
 
 _WRAP32 = float(2**32)
 
@@ -32,6 +36,8 @@ class MetricSpec:
     help: str
     labels: tuple[str, ...] = ("host", "device", "port")
     wrap: float | None = None
+    glitch: float = 0.0
+    """A decrease up to this much (base units) is a read glitch, not a reset (see rates.py)."""
 
 
 _HDP = ("host", "device", "port")
@@ -43,7 +49,7 @@ _SPECS = (
                "PFC pause frames received (direction=rx) or sent (tx) on a priority", _PRIO),
     MetricSpec("roce_pfc_paused_seconds_total", "counter", "seconds",
                "Time paused on a priority: rx = paused by the peer, tx = asked the peer to pause; "
-               "rate() is the paused fraction", _PRIO),
+               "rate() is the paused fraction", _PRIO, glitch=0.01),
     MetricSpec("roce_pfc_pause_transitions_total", "counter", "events",
                "XOFF to XON transitions (ethtool *_pause_transition, SAI ON2OFF); flat while paused = "
                "continuous pause", _PRIO),
@@ -56,7 +62,8 @@ _SPECS = (
                "Bytes on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
     MetricSpec("roce_packets_total", "counter", "packets",
                "Packets on the port (per priority where the source has it)", (*_HDP, "priority", "direction")),
-    MetricSpec("roce_link_speed_bits_per_second", "gauge", "bits/s", "Negotiated link speed"),
+    MetricSpec("roce_link_speed_bytes_per_second", "gauge", "bytes/s",
+               "Negotiated link speed in base units (the sysfs rate in Gb/s / 8: node_exporter's convention)"),
     # Congestion control (DCQCN) and ECN.
     MetricSpec("roce_ecn_marked_packets_total", "counter", "packets",
                "CE-marked RoCE packets: seen at the notification point (NIC) or marked by a queue (switch)",
@@ -68,8 +75,9 @@ _SPECS = (
                "CNPs received at QPs without congestion control (rp_cnp_ignored)"),
     # Loss.
     MetricSpec("roce_discards_total", "counter", "packets",
-               "Discarded packets by reason (no_buffer, host_buffer, wred, phy_rx, phy_tx, queue, pg, pfcwd, "
-               "xmit)", (*_HDP, "priority", "direction", "queue", "reason")),
+               "Discarded packets by reason (no_buffer, host_buffer, wred, phy_rx, phy_tx, queue, pg, pfcwd, xmit, "
+               "pci_overflow, cos_discard, roce_payload_len, ip4/ip6_discard; port and eth_* mix classes)",
+               (*_HDP, "priority", "direction", "queue", "reason")),
     MetricSpec("roce_retransmissions_total", "counter", "events",
                "Transport retransmission signals by kind (out_of_sequence, packet_seq_err, local_ack_timeout_err, "
                "...)", (*_HDP, "kind"), wrap=_WRAP32),
@@ -81,8 +89,11 @@ _SPECS = (
     MetricSpec("roce_buffer_almost_full_events_total", "counter", "events",
                "Port receive buffer passed 85 % (rx_buffer_passed_thres_phy)"),
     # PHY and link.
-    MetricSpec("roce_phy_corrected_bits_total", "counter", "bits", "Bits corrected by FEC (rx_corrected_bits_phy)"),
-    MetricSpec("roce_phy_received_bits_total", "counter", "bits", "Bits received, the BER denominator (rx_bits_phy)"),
+    # "bits" is not a base unit to promtool's linter: these count bit events, named so `check metrics` is clean
+    MetricSpec("roce_phy_corrected_bit_errors_total", "counter", "bits",
+               "Bit errors corrected by FEC (rx_corrected_bits_phy, bnxt rx_corrected_bits)"),
+    MetricSpec("roce_phy_received_bit_count_total", "counter", "bits",
+               "Bits received, the BER denominator (rx_bits_phy, bnxt rx_bits)"),
     MetricSpec("roce_phy_uncorrected_symbols_total", "counter", "symbols",
                "Symbol errors FEC could not correct: traffic lost (rx_pcs_symbol_err_phy)"),
     MetricSpec("roce_phy_symbol_errors_total", "counter", "packets",
@@ -92,6 +103,35 @@ _SPECS = (
                "Link went down (link_down_events_phy, link_downed)"),
     MetricSpec("roce_pci_stalled_ratio", "gauge", "ratio",
                "Share of the last second outbound PCIe reads/writes waited for credits", (*_HDP, "direction")),
+    MetricSpec("roce_pci_stalled_seconds_total", "counter", "seconds",
+               "Seconds the PCIe stall gauge was above 30 % (outbound_pci_stalled_rd/wr_events)", (*_HDP, "direction")),
+    MetricSpec("roce_pci_signal_errors_total", "counter", "events",
+               "PCIe signal-integrity errors (rx/tx_pci_signal_integrity)", (*_HDP, "direction")),
+    MetricSpec("roce_pause_ctrl_frames_total", "counter", "frames",
+               "Link-level pause frames of any kind, one total per direction (mlx5 *_pause_ctrl_phy, bnxt/qede "
+               "*_pfc_frames, be2net *_priority_pause_frames)", (*_HDP, "direction")),
+    MetricSpec("roce_eth_rx_out_of_buffer_total", "counter", "events",
+               "Ethernet receive queue had no software buffer (mlx5 rx_out_of_buffer; not the RDMA out_of_buffer)"),
+    MetricSpec("roce_xdp_drops_total", "counter", "packets", "Packets an XDP program dropped or could not transmit",
+               (*_HDP, "reason")),
+    MetricSpec("roce_rdma_bytes_total", "counter", "bytes", "RDMA (RoCE) bytes of this function (vport counters)",
+               (*_HDP, "direction", "kind")),
+    MetricSpec("roce_rdma_packets_total", "counter", "packets", "RDMA (RoCE) packets of this function",
+               (*_HDP, "direction", "kind")),
+    MetricSpec("roce_completion_errors_total", "counter", "events",
+               "Work completions with an error, by kind (req/resp_cqe_error, *_cqe_flush_error, remote access / "
+               "invalid request, local length)", (*_HDP, "kind"), wrap=_WRAP32),
+    MetricSpec("roce_rx_requests_total", "counter", "requests",
+               "RDMA requests received by kind (read, write, atomic, dct_connect)", (*_HDP, "kind"), wrap=_WRAP32),
+    MetricSpec("roce_icrc_errors_total", "counter", "packets",
+               "RoCE packets with a bad ICRC (rx_icrc_encapsulated, be2net roce_drops_crc)"),
+    MetricSpec("roce_hw_counters_lifespan_seconds", "gauge", "seconds",
+               "How long the driver caches hw_counters values (hw_counters/lifespan)"),
+    MetricSpec("roce_port_info", "gauge", "info", "1 per RDMA port, with its link layer (Ethernet = RoCE)",
+               (*_HDP, "link_layer")),
+    MetricSpec(GENERIC, "counter", "raw",
+               "Every other counter a source read, by its raw name (value as the driver reports it)",
+               (*_HDP, "queue", "name")),
     # Switch queues, priority groups, watchdog (SONiC COUNTERS_DB).
     MetricSpec("roce_queue_packets_total", "counter", "packets", "Packets dequeued (transmitted) by a queue",
                (*_HDP, "queue")),

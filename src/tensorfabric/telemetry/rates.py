@@ -4,9 +4,18 @@ A counter that goes down has either wrapped (a 32-bit hardware counter passing 2
 reload, ``sonic-clear``, reboot). Neither may produce a negative rate, and a reset is reported as an event
 rather than hidden: sonic-utilities' ``ns_diff`` clamps to zero and so loses it.
 
-Wrap versus reset: a drop is read as a wrap only when the metric's catalogue entry gives a modulus and the
-previous value sat in the top half of the range -- a 32-bit counter near 2**32 that comes back small. Any other
-drop is a reset, and the increase since the reset is the new value itself (counters restart at zero).
+Three kinds of decrease, judged in this order:
+
+* **glitch** -- a dip no larger than the metric's tolerance (``MetricSpec.glitch``, absolute) or one part in a
+  thousand of the previous value: a firmware-sampled counter read a moment early. The increase is 0 and the
+  engine keeps the previous value, so neither its detectors nor Prometheus ever see the dip (Prometheus would
+  read any decrease as a reset and add the whole counter to its rate);
+* **wrap** -- only for counters the catalogue gives a width (``MetricSpec.wrap``): the previous value fits the
+  width and the wrapped advance ``current + wrap - previous`` is at most an eighth of the range (5.4e8
+  events in one poll for 32 bits: tens of millions per second, more than any of these Q counters sees). A
+  32-bit counter at 4.29e9 that reads 500 wrapped; one at 3e9 that reads 10 was reset (a wrapped advance of
+  1.3e9 in one poll is not plausible), and so was one whose previous value did not fit in 32 bits;
+* **reset** -- anything else; the increase since the reset is the new value itself (counters restart at 0).
 """
 
 from __future__ import annotations
@@ -21,15 +30,24 @@ from tensorfabric.telemetry.metrics import spec
 
 __all__ = ["CounterEvent", "Rate", "RateTracker", "counter_delta"]
 
-EventKind = Literal["", "wrap", "reset"]
+EventKind = Literal["", "glitch", "wrap", "reset"]
+
+GLITCH_RELATIVE = 1e-3
+WRAP_MAX_SHARE = 1 / 8
 
 
-def counter_delta(previous: float, current: float, wrap: float | None = None) -> tuple[float, EventKind]:
+def counter_delta(previous: float, current: float, wrap: float | None = None,
+                  glitch: float = 0.0) -> tuple[float, EventKind]:
     """Increase from ``previous`` to ``current`` (never negative) and what happened in between."""
     if current >= previous:
         return current - previous, ""
-    if wrap is not None and previous >= wrap / 2 and current < wrap / 2:
-        return current + wrap - previous, "wrap"
+    drop = previous - current
+    if drop <= glitch or drop <= GLITCH_RELATIVE * previous:
+        return 0.0, "glitch"
+    if wrap is not None and previous < wrap:
+        wrapped = current + wrap - previous
+        if wrapped <= wrap * WRAP_MAX_SHARE:
+            return wrapped, "wrap"
     return current, "reset"
 
 
@@ -40,7 +58,7 @@ class CounterEvent:
     metric: str
     labels: tuple[tuple[str, str], ...]
     time: float
-    kind: Literal["wrap", "reset"]
+    kind: Literal["glitch", "wrap", "reset"]
     previous: float
     current: float
 
@@ -82,20 +100,21 @@ class RateTracker:
                 continue  # same or older poll: nothing new to say
             self._last[key] = (sample.time, sample.value)
             if before is not None:
-                increase = self.record(sample.metric, key[1], sample.time, before[1], sample.value)
+                increase, _ = self.record(sample.metric, key[1], sample.time, before[1], sample.value)
                 rates.append(Rate(sample.metric, key[1], before[0], sample.time, increase))
         return rates
 
     def record(self, metric: str, labels: tuple[tuple[str, str], ...], time: float, previous: float,
-               current: float) -> float:
-        """The increase from ``previous`` to ``current``, keeping a wrap or reset as an event.
+               current: float) -> tuple[float, EventKind]:
+        """The increase from ``previous`` to ``current`` and its kind, keeping a glitch, wrap or reset as an event.
 
         For callers that keep the last value of each series themselves (the engine, on its Tracks).
         """
         entry = spec(metric)
-        increase, event = counter_delta(previous, current, entry.wrap if entry else None)
+        increase, event = counter_delta(previous, current, entry.wrap if entry else None,
+                                        entry.glitch if entry else 0.0)
         if event:
             self.events.append(CounterEvent(metric, labels, time, event, previous, current))
             count_key = (metric, event)
             self.event_counts[count_key] = self.event_counts.get(count_key, 0) + 1
-        return increase
+        return increase, event

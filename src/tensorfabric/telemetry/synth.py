@@ -153,8 +153,8 @@ def _advance(c: _Counters, active: str, name: str, t: float, dt: float, onset: f
         c.add("roce_pause_storm_error_events_total", nic, storm_err * dt / 15.0)
         c.add("roce_pause_storm_warning_events_total", nic, storm_err * dt / 15.0)
         bits = LINK_BPS * load * dt
-        c.add("roce_phy_received_bits_total", nic, bits)
-        c.add("roce_phy_corrected_bits_total", nic, bits * 1e-9)
+        c.add("roce_phy_received_bit_count_total", nic, bits)
+        c.add("roce_phy_corrected_bit_errors_total", nic, bits * 1e-9)
         c.add("roce_phy_uncorrected_symbols_total", nic, uncorrected * dt)
         c.add("roce_link_down_events_total", nic, downs * dt)
     _switches(c, active, name, t, dt, onset, load)

@@ -77,13 +77,13 @@ def paused_fractions(window: Window, direction: str, intervals: int = 1) -> list
         if intervals == 1:  # what every detector asks for: all series' last intervals, computed once
             for labels, increase, seconds in window.last_increases("roce_pfc_paused_seconds_total",
                                                                    direction=direction):
-                if seconds > 0:
-                    cached.append((labels, min(increase / seconds, 1.0)))
+                if seconds > 0:  # a share of time: clamped to [0, 1] whatever the counter did
+                    cached.append((labels, min(max(increase / seconds, 0.0), 1.0)))
         else:
             for labels, _ in window.series("roce_pfc_paused_seconds_total", direction=direction):
                 fraction = window.rate("roce_pfc_paused_seconds_total", labels, intervals)
                 if fraction is not None:
-                    cached.append((labels, min(fraction, 1.0)))
+                    cached.append((labels, min(max(fraction, 0.0), 1.0)))
         window.memo[key] = cached
     return list(cached)
 

@@ -34,12 +34,12 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
                 alerts.append(Alert("link-health", "warning", subject_of(labels), window.end - seconds,
                                     {"signature": metric.removeprefix("roce_phy_").removesuffix("_total"),
                                      "increase": increase}, _RESEAT))
-    for labels, _ in window.series("roce_phy_corrected_bits_total"):
-        bits_labels = window.with_labels("roce_phy_received_bits_total", labels)
+    for labels, _ in window.series("roce_phy_corrected_bit_errors_total"):
+        bits_labels = window.with_labels("roce_phy_received_bit_count_total", labels)
         if bits_labels is None:
             continue
-        bers = _ber_ends(window.points("roce_phy_corrected_bits_total", labels),
-                         window.points("roce_phy_received_bits_total", bits_labels))
+        bers = _ber_ends(window.points("roce_phy_corrected_bit_errors_total", labels),
+                         window.points("roce_phy_received_bit_count_total", bits_labels))
         if bers is None:
             continue
         first, last, three = bers
@@ -60,7 +60,7 @@ def _ber_ends(corrected: list[Point], received: list[Point]) -> tuple[float, flo
     intervals per link, and working out every one on every poll was most of this detector's cost.
     """
     intervals = min(len(corrected), len(received)) - 1
-    wrap_c, wrap_r = _wrap("roce_phy_corrected_bits_total"), _wrap("roce_phy_received_bits_total")
+    wrap_c, wrap_r = _wrap("roce_phy_corrected_bit_errors_total"), _wrap("roce_phy_received_bit_count_total")
 
     def ber(i: int) -> float | None:
         bits = _step(received, i, wrap_r)

@@ -16,7 +16,8 @@ from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
 __all__ = ["DETECTOR", "detect"]
 
-_MIXED_CLASSES = {"port"}
+_MIXED_CLASSES = {"port", "eth_no_buffer", "eth_wred"}
+"""Discard reasons that mix every traffic class (port-level totals) or count Ethernet, not RoCE, receive drops."""
 
 
 def _lossless(labels: Labels, limits: Thresholds) -> bool:

@@ -19,6 +19,7 @@ SOURCES: Registry[Callable[[str, SourceContext], Source]] = Registry("source kin
     "ethtool": "tensorfabric.telemetry.sources.ethtool:open_live",
     "ethtool-file": "tensorfabric.telemetry.sources.ethtool:open_file",
     "rdma-json": "tensorfabric.telemetry.sources.rdma:open_file",
+    "rdma-file": "tensorfabric.telemetry.sources.rdma:open_text_file",
     "rdma": "tensorfabric.telemetry.sources.rdma:open_live",
     "sonic-redis": "tensorfabric.telemetry.sources.sonic_redis:open_source",
     "netdev": "tensorfabric.telemetry.sources.netdev:open_source",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import time
@@ -13,7 +14,8 @@ from typing import Protocol
 from tensorfabric.errors import DiscoveryError, InputError
 from tensorfabric.samples import Sample
 
-__all__ = ["Reading", "Runner", "Source", "SourceContext", "capture_or_run", "run_command", "to_number"]
+__all__ = ["CounterFilter", "Reading", "Runner", "Source", "SourceContext", "capture_or_run", "run_command",
+           "to_number"]
 
 Runner = Callable[[Sequence[str]], str]
 
@@ -29,13 +31,51 @@ def run_command(argv: Sequence[str], timeout_s: float = 10.0) -> str:
     return done.stdout
 
 
+_MAX_NAME = 128  # longer "counter names" are garbage, and regexes only ever see bounded text
+
+
+@dataclass(frozen=True, slots=True)
+class CounterFilter:
+    """Which counters without a canonical name a source exports in the generic family, and how many at most.
+
+    ``allow``/``deny`` are regexes searched in the raw counter name (deny wins); ``max_series`` caps the generic
+    series one source may create over its life, so a driver with thousands of per-ring counters cannot blow up
+    the exporter's cardinality (node_exporter#2096: ethtool keys were 10 196 of 17 738 series).
+    """
+
+    allow: re.Pattern[str] | None = None
+    deny: re.Pattern[str] | None = None
+    max_series: int = 1024
+
+    @classmethod
+    def parse(cls, allow: str | None, deny: str | None, max_series: int = 1024) -> CounterFilter:
+        def compile_(what: str, text: str | None) -> re.Pattern[str] | None:
+            if not text:
+                return None
+            try:
+                return re.compile(text)
+            except re.error as exc:
+                raise InputError(f"{what} {text!r}: not a regular expression ({exc})") from exc
+        if max_series < 0:
+            raise InputError(f"--counters-max {max_series}: expected 0 or more series")
+        return cls(compile_("--counters-allow", allow), compile_("--counters-deny", deny), max_series)
+
+    def admits(self, name: str) -> bool:
+        if len(name) > _MAX_NAME:
+            return False
+        if self.deny is not None and self.deny.search(name):
+            return False
+        return self.allow is None or self.allow.search(name) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class SourceContext:
-    """The OS boundary a source may touch: host label, command runner and clock."""
+    """The OS boundary a source may touch: host label, command runner and clock; and the generic-counter filter."""
 
     host: str = field(default_factory=socket.gethostname)
     run: Runner = run_command
     clock: Callable[[], float] = time.time
+    counters: CounterFilter = field(default_factory=CounterFilter)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,14 @@
-"""``ethtool:IF`` / ``ethtool-file:PATH`` -- mlx5 ``ethtool -S`` statistics.
+"""``ethtool:IF`` / ``ethtool-file:PATH`` -- ``ethtool -S`` statistics of any driver.
 
-Only an allowlist of RoCE-relevant keys becomes Samples (devices expose hundreds of keys; most are noise for
-the detectors). Per-priority keys get ``priority`` and ``direction`` labels instead of names with the priority
-inside them. Pause durations are microseconds on the wire and seconds here; PCIe stall percentages become a
-0-1 ratio.
+Counters with a canonical meaning become canonical Samples (the detectors read those): mlx5_core, bnxt_en,
+ice, i40e, be2net and qede names are mapped here, each from the names the driver's ethtool strings table
+prints. Per-priority keys get ``priority`` and ``direction`` labels instead of names with the priority inside
+them; pause durations are microseconds on the wire and seconds here; PCIe stall percentages become a 0-1
+ratio. Every other key is exported in the generic family (see generic.py), per-queue keys (``[0]: rx_bytes``,
+``rxq0: rx_bytes``, ``0: rcv_pkts``) with a ``queue`` label.
+
+Accepted text: what ``ethtool -S IF`` prints (``NIC statistics:`` header), a pasted terminal with its
+``$ ethtool -S eth0`` prompt line (the interface then names the device), and ``grep`` output without a header.
 """
 
 from __future__ import annotations
@@ -14,17 +19,33 @@ from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.samples import Sample, SampleKind, new_sample
-from tensorfabric.telemetry.metrics import METRICS
+from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run
+from tensorfabric.telemetry.sources.generic import GenericBudget
 
-__all__ = ["EthtoolSource", "ethtool_samples", "parse_ethtool_stats"]
+__all__ = ["EthtoolSource", "ethtool_samples", "mapping", "parse_ethtool_stats"]
+
+Entry = tuple[str, dict[str, str], float]
 
 _KEY = re.compile(r"[A-Za-z0-9_.\-\[\]]+")
+_QUEUE_PREFIX = re.compile(r"\[(\d{1,4})\]|([rt]xq\d{1,4})|(\d{1,4})( \[XDP\])?")
+_PROMPT = re.compile(r"ethtool\s+(?:-S|--statistics)\s+(\S+)")
+
+# mlx5 rx/tx_prio<p>_<what>
 _PRIO = re.compile(r"^(rx|tx)_prio(\d)_(pause|pause_duration|pause_transition|bytes|packets|discards|buf_discard|"
                    r"cong_discard|marked)$")
 _GLOBAL = re.compile(r"^(rx|tx)_global_(pause|pause_duration|pause_transition)$")
+# bnxt_en: rx/tx_pfc_ena_frames_pri<p>, pfc_pri<p>_rx/tx_duration_us / _transitions, rx/tx_bytes/packets_pri<p>
+_BNXT_PFC = re.compile(r"^(rx|tx)_pfc_ena_frames_pri(\d)$")
+_BNXT_DURATION = re.compile(r"^pfc_pri(\d)_(rx|tx)_(duration_us|transitions)$")
+_BNXT_TRAFFIC = re.compile(r"^(rx|tx)_(bytes|packets)_pri(\d)$")
+_BNXT_COS_DISCARD = re.compile(r"^rx_discard_packets_cos(\d)$")
+# ice: rx/tx_priority_<p>_xon/xoff.nic, link_xon/xoff_rx/tx.nic; i40e: port.rx/tx_priority_<p>_xon/xoff, in
+# newer kernels with the direction repeated (port.rx_priority_<p>_xoff_rx), and port.link_xon/xoff_rx/tx
+_ICE_PRIO = re.compile(r"^(?:port\.)?(rx|tx)_priority_(\d)_(xon|xoff)(?:_rx|_tx)?(?:\.nic)?$")
+_ICE_LINK = re.compile(r"^(?:port\.)?link_(xon|xoff)_(rx|tx)(?:\.nic)?$")
 
-_PER_PRIO: dict[str, tuple[str, dict[str, str], float]] = {
+_PER_PRIO: dict[str, Entry] = {
     "pause": ("roce_pfc_pause_frames_total", {}, 1.0),
     "pause_duration": ("roce_pfc_paused_seconds_total", {}, 1e-6),
     "pause_transition": ("roce_pfc_pause_transitions_total", {}, 1.0),
@@ -36,31 +57,99 @@ _PER_PRIO: dict[str, tuple[str, dict[str, str], float]] = {
     "marked": ("roce_ecn_marked_packets_total", {}, 1.0),
 }
 
-_PLAIN: dict[str, tuple[str, dict[str, str], float]] = {
+
+def _dir(direction: str, metric: str, scale: float = 1.0, **extra: str) -> Entry:
+    return metric, {"direction": direction, **extra}, scale
+
+
+_GLOBAL_PAUSE = {"priority": "global"}  # 802.3x link pause, not PFC
+
+_PLAIN: dict[str, Entry] = {
+    # mlx5_core (en_stats.c names)
     "tx_pause_storm_warning_events": ("roce_pause_storm_warning_events_total", {}, 1.0),
     "tx_pause_storm_error_events": ("roce_pause_storm_error_events_total", {}, 1.0),
-    "rx_discards_phy": ("roce_discards_total", {"direction": "rx", "reason": "phy_rx"}, 1.0),
-    "tx_discards_phy": ("roce_discards_total", {"direction": "tx", "reason": "phy_tx"}, 1.0),
+    "rx_discards_phy": _dir("rx", "roce_discards_total", reason="phy_rx"),
+    "tx_discards_phy": _dir("tx", "roce_discards_total", reason="phy_tx"),
     "rx_buffer_passed_thres_phy": ("roce_buffer_almost_full_events_total", {}, 1.0),
     "rx_crc_errors_phy": ("roce_phy_crc_errors_total", {}, 1.0),
     "rx_symbol_err_phy": ("roce_phy_symbol_errors_total", {}, 1.0),
     "rx_pcs_symbol_err_phy": ("roce_phy_uncorrected_symbols_total", {}, 1.0),
-    "rx_corrected_bits_phy": ("roce_phy_corrected_bits_total", {}, 1.0),
-    "rx_bits_phy": ("roce_phy_received_bits_total", {}, 1.0),
+    "rx_corrected_bits_phy": ("roce_phy_corrected_bit_errors_total", {}, 1.0),
+    "rx_bits_phy": ("roce_phy_received_bit_count_total", {}, 1.0),
     "link_down_events_phy": ("roce_link_down_events_total", {}, 1.0),
-    "rx_bytes_phy": ("roce_bytes_total", {"direction": "rx"}, 1.0),
-    "tx_bytes_phy": ("roce_bytes_total", {"direction": "tx"}, 1.0),
-    "rx_packets_phy": ("roce_packets_total", {"direction": "rx"}, 1.0),
-    "tx_packets_phy": ("roce_packets_total", {"direction": "tx"}, 1.0),
-    # the stall gauges are percent of the last second
-    "outbound_pci_stalled_rd": ("roce_pci_stalled_ratio", {"direction": "rd"}, 0.01),
-    "outbound_pci_stalled_wr": ("roce_pci_stalled_ratio", {"direction": "wr"}, 0.01),
+    "rx_bytes_phy": _dir("rx", "roce_bytes_total"),
+    "tx_bytes_phy": _dir("tx", "roce_bytes_total"),
+    "rx_packets_phy": _dir("rx", "roce_packets_total"),
+    "tx_packets_phy": _dir("tx", "roce_packets_total"),
+    "rx_pause_ctrl_phy": _dir("rx", "roce_pause_ctrl_frames_total"),
+    "tx_pause_ctrl_phy": _dir("tx", "roce_pause_ctrl_frames_total"),
+    "rx_out_of_buffer": ("roce_eth_rx_out_of_buffer_total", {}, 1.0),
+    "rx_xdp_drop": ("roce_xdp_drops_total", {"reason": "drop"}, 1.0),
+    "rx_xdp_tx_err": ("roce_xdp_drops_total", {"reason": "tx_err"}, 1.0),
+    "rx_xdp_tx_full": ("roce_xdp_drops_total", {"reason": "tx_full"}, 1.0),
+    "tx_xdp_err": ("roce_xdp_drops_total", {"reason": "xmit_err"}, 1.0),
+    # the stall gauges are percent of the last second; the _events counters are seconds above 30 %
+    "outbound_pci_stalled_rd": _dir("rd", "roce_pci_stalled_ratio", 0.01),
+    "outbound_pci_stalled_wr": _dir("wr", "roce_pci_stalled_ratio", 0.01),
+    "outbound_pci_stalled_rd_events": _dir("rd", "roce_pci_stalled_seconds_total"),
+    "outbound_pci_stalled_wr_events": _dir("wr", "roce_pci_stalled_seconds_total"),
+    "outbound_pci_buffer_overflow": _dir("rx", "roce_discards_total", reason="pci_overflow"),
+    "rx_pci_signal_integrity": _dir("rx", "roce_pci_signal_errors_total"),
+    "tx_pci_signal_integrity": _dir("tx", "roce_pci_signal_errors_total"),
+    "rx_vport_rdma_unicast_bytes": _dir("rx", "roce_rdma_bytes_total", kind="unicast"),
+    "tx_vport_rdma_unicast_bytes": _dir("tx", "roce_rdma_bytes_total", kind="unicast"),
+    "rx_vport_rdma_multicast_bytes": _dir("rx", "roce_rdma_bytes_total", kind="multicast"),
+    "tx_vport_rdma_multicast_bytes": _dir("tx", "roce_rdma_bytes_total", kind="multicast"),
+    "rx_vport_rdma_unicast_packets": _dir("rx", "roce_rdma_packets_total", kind="unicast"),
+    "tx_vport_rdma_unicast_packets": _dir("tx", "roce_rdma_packets_total", kind="unicast"),
+    "rx_vport_rdma_multicast_packets": _dir("rx", "roce_rdma_packets_total", kind="multicast"),
+    "tx_vport_rdma_multicast_packets": _dir("tx", "roce_rdma_packets_total", kind="multicast"),
+    # 802.3x global pause frames: bnxt_en, qede and be2net (which spells TX "pauseframes")
+    "rx_pause_frames": _dir("rx", "roce_pfc_pause_frames_total", priority="global"),
+    "tx_pause_frames": _dir("tx", "roce_pfc_pause_frames_total", priority="global"),
+    "tx_pauseframes": _dir("tx", "roce_pfc_pause_frames_total", priority="global"),
+    # PFC frames summed over priorities: bnxt_en/qede rx/tx_pfc_frames, be2net *_priority_pause*frames
+    "rx_pfc_frames": _dir("rx", "roce_pause_ctrl_frames_total"),
+    "tx_pfc_frames": _dir("tx", "roce_pause_ctrl_frames_total"),
+    "rx_priority_pause_frames": _dir("rx", "roce_pause_ctrl_frames_total"),
+    "tx_priority_pauseframes": _dir("tx", "roce_pause_ctrl_frames_total"),
+    # bnxt_en port and extended port statistics
+    "rx_buffer_passed_threshold": ("roce_buffer_almost_full_events_total", {}, 1.0),
+    "rx_pcs_symbol_err": ("roce_phy_uncorrected_symbols_total", {}, 1.0),
+    "rx_corrected_bits": ("roce_phy_corrected_bit_errors_total", {}, 1.0),
+    "rx_bits": ("roce_phy_received_bit_count_total", {}, 1.0),
+    "link_down_events": ("roce_link_down_events_total", {}, 1.0),
+    "rx_fcs_err_frames": ("roce_phy_crc_errors_total", {}, 1.0),
+    # ice port statistics (".nic" = the whole port, not this VSI)
+    "rx_crc_errors.nic": ("roce_phy_crc_errors_total", {}, 1.0),
+    "rx_bytes.nic": _dir("rx", "roce_bytes_total"),
+    "tx_bytes.nic": _dir("tx", "roce_bytes_total"),
+    # port-level drops of every traffic class: "port", like SONiC's IF_IN_DISCARDS (not judged as lossless loss)
+    "rx_dropped.nic": _dir("rx", "roce_discards_total", reason="port"),
+    # i40e port statistics
+    "port.rx_bytes": _dir("rx", "roce_bytes_total"),
+    "port.tx_bytes": _dir("tx", "roce_bytes_total"),
+    "port.rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
+    "port.rx_dropped": _dir("rx", "roce_discards_total", reason="port"),
+    # be2net
+    "rx_crc_errors": ("roce_phy_crc_errors_total", {}, 1.0),
+    # Ethernet (non-RoCE) receive drops: eth_* reasons, not judged as lossless loss
+    "rx_drops_no_pbuf": _dir("rx", "roce_discards_total", reason="eth_no_buffer"),
+    "eth_red_drops": _dir("rx", "roce_discards_total", reason="eth_wred"),
+    "roce_drops_crc": ("roce_icrc_errors_total", {}, 1.0),
+    "roce_drops_payload_len": _dir("rx", "roce_discards_total", reason="roce_payload_len"),
+    "rx_roce_frames": _dir("rx", "roce_rdma_packets_total"),
+    # qede
+    "no_buff_discards": _dir("rx", "roce_discards_total", reason="eth_no_buffer"),
+    "brb_discards": _dir("rx", "roce_discards_total", reason="port"),  # the shared receive buffer: all classes
 }
 
 
 def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[str, float], list[str]]:
     """Parse ``ethtool -S`` text into {key: value}, plus one error per line that is not ``key: number``.
 
+    Per-queue keys keep their prefix (``[0]: rx_bytes``); a prompt line (``$ ethtool -S eth0``) and the
+    ``NIC statistics:`` header are skipped. Negative values are errors: no counter goes below zero.
     Raises ParseError when the text holds no statistics line at all.
     """
     values: dict[str, float] = {}
@@ -74,21 +163,48 @@ def parse_ethtool_stats(text: str, *, source: str = "<ethtool>") -> tuple[dict[s
         value = None
         if sep and (key in known or _valid_key(key)):
             try:
-                value = float(raw.strip())  # what to_number() does, inlined: this loop runs per line
+                value = float(raw)  # what to_number() does, inlined: this loop runs per line
             except ValueError:
-                pass
+                if ":" in raw:  # a per-queue key: "[0]: rx_bytes: 5", "rxq0: rx_bytes: 5", "0: rcv_pkts: 5"
+                    key, value = _queue_key(key, raw)
             else:
                 if not isfinite(value):
                     value = None
+        elif sep and ":" in raw:  # "1 [XDP]: xmit_pkts: 41" (qede's XDP queues have a space in the prefix)
+            key, value = _queue_key(key, raw)
         if value is None:
-            if line.strip() and not line.rstrip().endswith("statistics:"):
-                errors.append(f"{source}:{number}: not 'name: number': {line.strip()[:60]!r}")
+            stripped = line.strip()
+            if stripped and not stripped.endswith("statistics:") and _PROMPT.search(stripped[:200]) is None:
+                errors.append(f"{source}:{number}: not 'name: number': {stripped[:60]!r}")
+            continue
+        if value < 0:
+            errors.append(f"{source}:{number}: {key}: negative counter value {value:g} (counters never go below 0)")
             continue
         values[key] = value
     if not values:
         raise ParseError("no 'name: value' statistics found; expected `ethtool -S` output", source=source,
                          excerpt=text[:80])
     return values, errors
+
+
+def _queue_key(prefix: str, rest: str) -> tuple[str, float | None]:
+    name, _, raw = rest.rpartition(":")
+    name = name.strip()
+    if _QUEUE_PREFIX.fullmatch(prefix) is None or _KEY.fullmatch(name) is None:
+        return prefix, None
+    try:
+        value = float(raw)
+    except ValueError:
+        return prefix, None
+    return f"{prefix}: {name}", value if isfinite(value) else None
+
+
+def prompt_device(text: str) -> str | None:
+    """The interface of a pasted ``$ ethtool -S eth0`` prompt line near the top, if there is one."""
+    for line in text[:2000].splitlines()[:5]:
+        if (m := _PROMPT.search(line)) is not None:
+            return m.group(1)
+    return None
 
 
 # keys that passed the name check, so the next poll need not run the regex again (bounded against garbage)
@@ -104,43 +220,78 @@ def _valid_key(key: str) -> bool:
     return True
 
 
-def _mapping(key: str) -> tuple[str, dict[str, str], float] | None:
-    """(metric, labels beyond host/device/port, scale) for an ethtool key; None for keys outside the allowlist."""
+def mapping(key: str) -> Entry:
+    """(metric, labels beyond host/device/port, scale) for an ethtool key: canonical where the meaning is
+    known, else the generic family with the raw name (and the queue of a per-queue key)."""
     if (m := _PRIO.match(key)) is not None:
         metric, fixed, scale = _PER_PRIO[m.group(3)]
         return metric, {"direction": m.group(1), "priority": m.group(2), **fixed}, scale
     if (m := _GLOBAL.match(key)) is not None:
         metric, fixed, scale = _PER_PRIO[m.group(2)]
         return metric, {"direction": m.group(1), "priority": "global", **fixed}, scale
-    return _PLAIN.get(key)
+    if (entry := _PLAIN.get(key)) is not None:
+        return entry
+    if (m := _BNXT_PFC.match(key)) is not None:
+        return "roce_pfc_pause_frames_total", {"direction": m.group(1), "priority": m.group(2)}, 1.0
+    if (m := _BNXT_DURATION.match(key)) is not None:
+        prio, direction, what = m.groups()
+        if what == "duration_us":
+            return "roce_pfc_paused_seconds_total", {"direction": direction, "priority": prio}, 1e-6
+        return "roce_pfc_pause_transitions_total", {"direction": direction, "priority": prio}, 1.0
+    if (m := _BNXT_TRAFFIC.match(key)) is not None:
+        direction, what, prio = m.groups()
+        return f"roce_{what}_total", {"direction": direction, "priority": prio}, 1.0
+    if (m := _BNXT_COS_DISCARD.match(key)) is not None:
+        # a CoS queue, not a priority: bnxt maps priorities to CoS queues through its own pri2cos table
+        return "roce_discards_total", {"direction": "rx", "reason": "cos_discard", "queue": f"cos{m.group(1)}"}, 1.0
+    if (m := _ICE_PRIO.match(key)) is not None:
+        direction, prio, what = m.groups()
+        # XOFF frames pause the priority; an XON frame ends a pause, i.e. one XOFF-to-XON transition
+        metric = "roce_pfc_pause_frames_total" if what == "xoff" else "roce_pfc_pause_transitions_total"
+        return metric, {"direction": direction, "priority": prio}, 1.0
+    if (m := _ICE_LINK.match(key)) is not None:
+        what, direction = m.groups()
+        metric = "roce_pfc_pause_frames_total" if what == "xoff" else "roce_pfc_pause_transitions_total"
+        return metric, {"direction": direction, **_GLOBAL_PAUSE}, 1.0
+    queue, sep, name = key.partition(": ")
+    if sep:
+        return GENERIC, {"name": name, "queue": _queue_label(queue)}, 1.0
+    return GENERIC, {"name": key}, 1.0
+
+
+def _queue_label(prefix: str) -> str:
+    """``[0]`` -> ``0``, ``rxq3`` -> ``rxq3``, ``2 [XDP]`` -> ``xdp2``."""
+    if prefix.endswith(" [XDP]"):
+        return "xdp" + prefix.removesuffix(" [XDP]")
+    return prefix.strip("[]")
 
 
 # key -> mapping, filled on first sight: a NIC exposes the same few hundred keys on every poll
-_MAPPINGS: dict[str, tuple[str, dict[str, str], float] | None] = {}
+_MAPPINGS: dict[str, Entry] = {}
 
-# per-source plan entry for one key: (metric, kind, scale, labels) or None for keys outside the allowlist
+# per-source plan entry for one key: (metric, kind, scale, labels) or None for generic keys the filter refuses
 _Plan = tuple[str, SampleKind, float, dict[str, str]] | None
 
 
-def _plan(key: str, host: str, device: str) -> _Plan:
-    if key not in _MAPPINGS:
+def _plan(key: str, host: str, device: str, budget: GenericBudget | None) -> _Plan:
+    entry = _MAPPINGS.get(key)
+    if entry is None:
         if len(_MAPPINGS) > 10_000:  # garbage input must not grow the cache without bound
             _MAPPINGS.clear()
-        _MAPPINGS[key] = _mapping(key)
-    entry = _MAPPINGS[key]
-    if entry is None:
-        return None
+        entry = _MAPPINGS[key] = mapping(key)
     metric, extra, scale = entry
+    if metric == GENERIC and budget is not None and not budget.admits(extra["name"], extra.get("queue", "")):
+        return None
     return metric, METRICS[metric].kind, scale, {"host": host, "device": device, "port": "1", **extra}
 
 
 def ethtool_samples(values: dict[str, float], *, time: float, host: str, device: str, source: str,
-                    label_cache: dict[str, _Plan] | None = None) -> list[Sample]:
-    """The allowlisted keys of ``values`` as canonical Samples (labels host, device, port).
+                    label_cache: dict[str, _Plan] | None = None, budget: GenericBudget | None = None) -> list[Sample]:
+    """``values`` as Samples (labels host, device, port): canonical where known, generic otherwise.
 
     ``label_cache`` (one per source, for one host and device) keeps each key's mapping and label dict across
     polls: Samples never mutate their labels, and working out ~150 mappings and dicts per NIC per poll was the
-    largest cost of a poll.
+    largest cost of a poll. ``budget`` bounds the generic series (None: no bound).
     """
     plans = {} if label_cache is None else label_cache
     out: list[Sample] = []
@@ -149,7 +300,7 @@ def ethtool_samples(values: dict[str, float], *, time: float, host: str, device:
         try:
             plan = plans[key]
         except KeyError:
-            plan = _plan(key, host, device)
+            plan = _plan(key, host, device, budget)
             if len(plans) < 10_000:
                 plans[key] = plan
         if plan is not None:
@@ -158,19 +309,23 @@ def ethtool_samples(values: dict[str, float], *, time: float, host: str, device:
 
 
 class EthtoolSource:
-    def __init__(self, name: str, device: str, ctx: SourceContext, *, path: Path | None = None) -> None:
+    def __init__(self, name: str, device: str | None, ctx: SourceContext, *, path: Path | None = None) -> None:
         self.name = name
         self._device = device
         self._ctx = ctx
         self._path = path
         self._plans: dict[str, _Plan] = {}
+        self._budget = GenericBudget(ctx.counters, name)
 
     def read(self) -> Reading:
-        text = capture_or_run(self.name, self._path, self._ctx, ["ethtool", "-S", self._device])
+        text = capture_or_run(self.name, self._path, self._ctx, ["ethtool", "-S", self._device or ""])
         now = self._ctx.clock()
         values, errors = parse_ethtool_stats(text, source=self.name)
+        if self._device is None:  # a file without @IF: the pasted prompt names it, else the file's stem
+            self._device = prompt_device(text) or (self._path.stem if self._path else "")
         samples = ethtool_samples(values, time=now, host=self._ctx.host, device=self._device, source=self.name,
-                                  label_cache=self._plans)
+                                  label_cache=self._plans, budget=self._budget)
+        self._budget.report(errors)
         return Reading(tuple(samples), tuple(errors))
 
 
@@ -181,9 +336,10 @@ def open_live(arg: str, ctx: SourceContext) -> EthtoolSource:
 
 
 def open_file(arg: str, ctx: SourceContext) -> EthtoolSource:
-    """``ethtool-file:PATH`` (device label = file stem) or ``ethtool-file:PATH@IF``."""
+    """``ethtool-file:PATH`` (device label = the pasted prompt's interface, else the file stem) or
+    ``ethtool-file:PATH@IF``."""
     path_text, _, device = arg.partition("@")
     path = Path(path_text)
     if not path_text or not path.is_file():
         raise InputError(f"ethtool-file:{arg}: {path_text!r} is not a file (expected saved `ethtool -S` output)")
-    return EthtoolSource(f"ethtool-file:{arg}", device or path.stem, ctx, path=path)
+    return EthtoolSource(f"ethtool-file:{arg}", device or None, ctx, path=path)

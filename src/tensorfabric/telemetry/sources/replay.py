@@ -1,11 +1,15 @@
 """``replay:PATH`` -- Samples from a JSON-lines file (what the simulator and ``monitor --record`` write).
 
-The file is followed like ``tail -f``: each poll returns the lines appended since the last one, so a monitor can
-watch a recording that is still being written. A bad line is an error of that poll; the good lines are kept.
+The file is followed like ``tail -F``: each poll returns the lines appended since the last one, so a monitor can
+watch a recording that is still being written; a file replaced under the same name (log rotation: a new inode)
+or truncated (shorter than what was read) is read again from its start. A bad line is an error of that poll;
+the good lines are kept, and the errors of one poll are bounded (a file of junk gives a summary, not millions
+of messages).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError
@@ -15,16 +19,24 @@ from tensorfabric.telemetry.sources.base import Reading, SourceContext
 __all__ = ["ReplaySource", "open_source", "parse_lines"]
 
 
+MAX_ERRORS = 19  # plus the summary line: within the monitor's 20 errors per source and poll
+
+
 def parse_lines(text: str, *, source: str, first_line: int = 1) -> tuple[list[Sample], list[str]]:
     samples: list[Sample] = []
     errors: list[str] = []
+    bad = 0
     for number, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         try:
             samples.append(Sample.from_json(line, source=source, line=number))
         except ParseError as exc:
-            errors.append(str(exc))
+            bad += 1
+            if bad <= MAX_ERRORS:
+                errors.append(str(exc))
+    if bad > MAX_ERRORS:
+        errors.append(f"{source}: {bad - MAX_ERRORS} more lines that are not samples")
     return samples, errors
 
 
@@ -34,10 +46,14 @@ class ReplaySource:
         self._path = path
         self._offset = 0
         self._line = 1
+        self._inode: int | None = None
 
     def read(self) -> Reading:
         try:
             with self._path.open("rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if stat.st_ino != self._inode or stat.st_size < self._offset:  # rotated or truncated
+                    self._inode, self._offset, self._line = stat.st_ino, 0, 1
                 handle.seek(self._offset)
                 data = handle.read()
         except OSError as exc:

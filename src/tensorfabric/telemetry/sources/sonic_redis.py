@@ -17,7 +17,7 @@ from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import METRICS
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_number
 
-__all__ = ["SonicRedisSource", "port_samples", "queue_samples"]
+__all__ = ["QuantaState", "SonicRedisSource", "port_samples", "queue_samples"]
 
 COUNTERS_DB = 2
 CONFIG_DB = 4
@@ -60,9 +60,33 @@ def _sample(time: float, entry: Entry, value: float, labels: dict[str, str], sou
     return Sample(time, metric, METRICS[metric].kind, value * scale, {**labels, **extra}, source)
 
 
+QuantaState = dict[tuple[str, str, str], tuple[float, float]]
+"""(port, priority, direction) -> (last raw quanta, paused seconds accumulated so far)."""
+
+
+def _quanta_seconds(state: QuantaState | None, key: tuple[str, str, str], quanta: float, speed_bps: float) -> float:
+    """Paused seconds for a quanta counter, each poll's new quanta converted at the speed in force when read.
+
+    A pause quantum is 512 bit times, so its length depends on the link speed. Converting the whole counter
+    with today's speed rewrites the past after a speed change (a port that went 100G -> 25G would suddenly
+    have been paused 4x longer); converting the increments keeps the history and rates honest. A counter that
+    went down was reset: the accumulation restarts from what it reads now.
+    """
+    if state is None:
+        return quanta * 512.0 / speed_bps
+    before = state.get(key)
+    if before is None or quanta < before[0]:
+        seconds = quanta * 512.0 / speed_bps
+    else:
+        seconds = before[1] + (quanta - before[0]) * 512.0 / speed_bps
+    state[key] = (quanta, seconds)
+    return seconds
+
+
 def port_samples(fields: dict[str, str], *, time: float, labels: dict[str, str], source: str,
-                 speed_bps: float | None, errors: list[str]) -> list[Sample]:
-    """Samples from one ``COUNTERS:<port oid>`` hash; pause quanta need the port speed (512 bit times each)."""
+                 speed_bps: float | None, errors: list[str], quanta: QuantaState | None = None) -> list[Sample]:
+    """Samples from one ``COUNTERS:<port oid>`` hash; pause quanta need the port speed (512 bit times each) and
+    ``quanta`` (kept by the caller from poll to poll) to convert each poll's increment at its own speed."""
     out: list[Sample] = []
     for name, text in fields.items():
         entry: Entry | None = _PORT.get(name)
@@ -75,7 +99,15 @@ def port_samples(fields: dict[str, str], *, time: float, labels: dict[str, str],
             elif what == "PAUSE_DURATION_US":
                 entry = ("roce_pfc_paused_seconds_total", {}, 1e-6)
             elif f"{name}_US" not in fields and speed_bps:
-                entry = ("roce_pfc_paused_seconds_total", {}, 512.0 / speed_bps)
+                value = to_number(text)
+                if value is None or value < 0:
+                    errors.append(f"{source} {labels.get('port')} {name}: not a counter value: {text[:40]!r}")
+                    continue
+                seconds = _quanta_seconds(quanta, (labels.get("port", ""), prio, direction.lower()), value,
+                                          speed_bps)
+                out.append(_sample(time, ("roce_pfc_paused_seconds_total", {}, 1.0), seconds,
+                                   {**labels, **extra}, source))
+                continue
         elif (m := _ON2OFF.match(name)) is not None:
             entry, extra = ("roce_pfc_pause_transitions_total", {}, 1.0), {"priority": m.group(1), "direction": "rx"}
         if entry is None:
@@ -128,6 +160,7 @@ class SonicRedisSource:
         self._counters: Any = redis.Redis(db=COUNTERS_DB, **options)
         self._config: Any = redis.Redis(db=CONFIG_DB, **options)
         self._redis_error: type[Exception] = redis.RedisError
+        self._quanta: QuantaState = {}
 
     def read(self) -> Reading:
         try:
@@ -161,7 +194,7 @@ class SonicRedisSource:
         for (name, _), speed in zip(ports.items(), speeds, strict=True):
             mbps = to_number(speed) if speed else None
             samples += port_samples(next(counters), time=now, labels={**base, "port": name}, source=self.name,
-                                    speed_bps=mbps * 1e6 if mbps else None, errors=errors)
+                                    speed_bps=mbps * 1e6 if mbps else None, errors=errors, quanta=self._quanta)
         queue_hashes = [next(counters) for _ in queues]
         pg_hashes = [next(counters) for _ in pgs]
         for (key, _), fields, marks in zip(queues.items(), queue_hashes, [next(counters) for _ in queues],

@@ -7,15 +7,19 @@ listing and reading is reported as an error and the rest of the poll is kept.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 from tensorfabric.errors import InputError
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_number
+from tensorfabric.telemetry.sources.generic import GenericBudget
 from tensorfabric.telemetry.sources.hwcounters import HW_COUNTERS, PMA_COUNTERS, samples_for
 
 __all__ = ["SysfsSource", "open_source", "parse_rate_file"]
+
+log = logging.getLogger(__name__)
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 
@@ -30,8 +34,12 @@ class SysfsSource:
     def __init__(self, root: Path, ctx: SourceContext) -> None:
         self.name = f"sysfs:{root}"
         self._ctx = ctx
-        candidates = (root / "class" / "infiniband", root)
+        # one meaning of "sysfs root": the sysfs mount (/sys) or the filesystem root above it (/); either works,
+        # and the directory actually read is logged and named in errors
+        candidates = (root / "class" / "infiniband", root / "sys" / "class" / "infiniband", root)
         self._ib = next((c for c in candidates if c.is_dir() and c.name == "infiniband"), candidates[0])
+        log.info("%s: reading %s", self.name, self._ib)
+        self._budget = GenericBudget(ctx.counters, self.name)
 
     def read(self) -> Reading:
         now = self._ctx.clock()
@@ -40,22 +48,29 @@ class SysfsSource:
         try:
             devices = sorted(self._ib.iterdir())
         except OSError as exc:
-            return Reading((), (f"{self._ib}: {exc.strerror or exc}",))
+            return Reading((), (f"{self._ib}: {exc.strerror or exc} (a sysfs root is /sys or /: expected "
+                                "ROOT/class/infiniband or ROOT/sys/class/infiniband)",))
         for dev in devices:
             for port_dir in sorted((dev / "ports").glob("*")):
                 labels = {"host": self._ctx.host, "device": dev.name, "port": port_dir.name}
                 for sub, table in (("counters", PMA_COUNTERS), ("hw_counters", HW_COUNTERS)):
                     values = self._read_dir(port_dir / sub, errors)
-                    samples += samples_for(values, table, time=now, labels=labels, source=self.name)
+                    samples += samples_for(values, table, time=now, labels=labels, source=self.name,
+                                           budget=self._budget)
+                layer = self._read_text(port_dir / "link_layer", errors, optional=True)
+                if layer is not None and layer.strip():
+                    samples.append(Sample(now, "roce_port_info", "gauge", 1.0,
+                                          {**labels, "link_layer": layer.strip()[:32]}, self.name))
                 speed = self._read_text(port_dir / "rate", errors, optional=True)
                 bps = parse_rate_file(speed) if speed is not None else None
                 if bps is not None:
-                    samples.append(Sample(now, "roce_link_speed_bits_per_second", "gauge", bps, labels, self.name))
+                    samples.append(Sample(now, "roce_link_speed_bytes_per_second", "gauge", bps / 8, labels, self.name))
+        self._budget.report(errors)
         return Reading(tuple(samples), tuple(errors))
 
     def _read_dir(self, directory: Path, errors: list[str]) -> dict[str, float]:
         try:
-            files = sorted(p for p in directory.iterdir() if p.name in PMA_COUNTERS or p.name in HW_COUNTERS)
+            files = sorted(p for p in directory.iterdir() if not p.is_dir())
         except OSError:
             return {}  # no counters/ directory: the device does not have them (bnxt_re), not an error
         values: dict[str, float] = {}
