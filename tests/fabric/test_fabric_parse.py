@@ -152,7 +152,9 @@ def test_format_detected_by_content_alone(name: str, fmt: str) -> None:
 def test_explicit_format_and_device_override() -> None:
     d = parse_text("NCCL_IB_TC=106\n", source="x.txt", fmt="nccl-env", device="h9")
     assert d.device == "h9"
-    assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env"}
+    assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env", "junos",
+                            "dell-sonic",
+                            "cumulus-datapath", "nvue-show"}
 
 
 @pytest.mark.parametrize(("text", "source", "message"), [

@@ -138,9 +138,13 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A deployed config (SONiC config_db.json, NVUE, EOS, NX-OS, mlnx_qos output, NCCL env, host "
                    "script); repeatable.")
+@click.option("--format", "fmt", default=None, metavar="FORMAT",
+              help="Read every --deployed file as this dialect (sonic, nxos, eos, junos, dell-sonic, nvue, nvue-show, "
+                   "cumulus-datapath, mlnx_qos, host-script, nccl-env) instead of detecting it.")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print {\"findings\": [...]}.")
-def lint_cmd(spec: Path | None, deployed: tuple[Path, ...], rules: tuple[str, ...], as_json: bool) -> int:
+def lint_cmd(spec: Path | None, deployed: tuple[Path, ...], fmt: str | None, rules: tuple[str, ...],
+             as_json: bool) -> int:
     """Check a spec and/or deployed configs against the lossless checklist; exit 1 on error findings."""
     from tensorfabric.fabric.lint import RULES, lint_context
     from tensorfabric.fabric.lint.view import build_context
@@ -151,9 +155,11 @@ def lint_cmd(spec: Path | None, deployed: tuple[Path, ...], rules: tuple[str, ..
     loaded = load_spec(spec) if spec is not None else None
     records = []
     if deployed:
-        from tensorfabric.fabric.parsers import parse_deployed
+        from tensorfabric.fabric.parsers import FORMATS, parse_deployed
 
-        records = [parse_deployed(path) for path in deployed]
+        if fmt is not None and fmt not in FORMATS:
+            raise InputError(f"--format: {fmt!r} is not a dialect; known: {', '.join(FORMATS)}")
+        records = [parse_deployed(path, fmt=fmt) for path in deployed]
     ctx = build_context(loaded, records)
     lint_context(ctx)  # loads the rule registry so --rule can be checked
     unknown = [r for r in rules if r not in RULES]
