@@ -8,6 +8,7 @@ bytes at 100 %, trust both); explicit lines override it, as on the switch.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -32,8 +33,17 @@ _TRUST: dict[str, Trust] = {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "pcp"
 _DEFAULT = "default-global"
 
 
+# A captured session: ``cumulus@leaf01:mgmt:~$ nv set ...``; what follows a prompt line without one is output.
+_PROMPT = re.compile(r"^[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^\s$#]{0,128})?[$#]\s*")
+
+
+def _command(line: str) -> str:
+    match = _PROMPT.match(line)
+    return line[match.end():] if match else line
+
+
 def sniff(text: str) -> bool:
-    return any(line.strip().startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
+    return any(_command(line.strip()).startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
 
 
 @dataclass
@@ -60,6 +70,7 @@ class _Port:
     pfc_profile: str | None = None
     ecn_profile: str | None = None
     watchdog: bool | None = None
+    routed: bool | None = None
 
 
 @dataclass
@@ -90,8 +101,14 @@ def _roce_macro(state: _State) -> None:
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
     state = _State()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    transcript = any(_PROMPT.match(line.strip()) for line in lines)
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
+        if transcript:
+            if not _PROMPT.match(line):
+                continue  # output of the previous command (e.g. 'applied [rev_id: 4]')
+            line = _command(line)
         if not line or line.startswith("#"):
             continue
         where = Where(source, number, line)
@@ -99,6 +116,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             words = shlex.split(line)
         except ValueError as exc:
             raise where.error(f"line does not parse: {exc}") from None
+        if transcript and words[:1] != ["nv"]:
+            continue  # another shell command in the session (sudo, cat, ...)
         if words[:1] != ["nv"] or len(words) < 2:
             raise where.error("expected an NVUE command starting with 'nv'")
         if words[1] != "set":
@@ -203,6 +222,8 @@ def _interface(a: _Args, port: _Port, st: _State) -> None:
             port.speed = units.parse_rate(arg(4, "speed"), what="link speed")
         except InputError as exc:
             raise where.error(str(exc)) from None
+    elif rest[:2] == ["ip", "address"]:
+        port.routed = True
     elif rest[:3] == ["qos", "pfc", "profile"]:
         port.pfc_profile = arg(5, "pfc profile")
     elif rest[:3] == ["qos", "congestion-control", "profile"]:
@@ -235,7 +256,7 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
     for name, p in st.ports.items():
         pfc = pfc_of(p.pfc_profile) if p.pfc_profile else None
         ports.append(PortQos(
-            name=name, mtu=p.mtu, speed_bps=p.speed,
+            name=name, mtu=p.mtu, speed_bps=p.speed, routed=p.routed,
             pfc_priorities=frozenset(pfc.priorities) if pfc else None,
             cable_length_m=pfc.cable if pfc else None,
             headroom=room(pfc) if pfc else None,
