@@ -6,7 +6,8 @@ mode qos-group N is served by queue N (``c-out-8q-qN``; ``q-default`` is 0), so 
 unless ``qos map cos-to-queue`` says otherwise. PFC comes from ``pause pfc-cos`` in the network-qos policy and
 ``priority-flow-control mode`` per interface; headroom from ``pause buffer-size B pause-threshold P
 resume-threshold R`` (read as size B, xoff B-P, xon P and a hysteresis of P-R). ECN/WRED from
-``random-detect`` in the queuing policy; the watchdog from ``priority-flow-control watch-dog-interval on`` with its interval and multipliers.
+``random-detect`` in the queuing policy; the watchdog from ``priority-flow-control watch-dog-interval on``
+with its interval and multipliers.
 
 Nexus 3000 style configs name their own classes: ``class-map type queuing NAME`` / ``class-map type
 network-qos NAME`` with ``match qos-group N`` (served by queue N; ``class-default`` is qos-group 0),
