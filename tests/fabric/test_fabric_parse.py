@@ -112,7 +112,7 @@ def test_the_issue_snippet_parses_as_nxos() -> None:
     assert port.acl_in == "roce-acl"
     # PFC "mode on" without a network-qos pause class: which priorities pause is not in this fragment.
     assert port.pfc_priorities is None
-    assert d.watchdog is None and d.ecn == {}
+    assert d.watchdog is None and d.ecn is None  # a fragment: ECN unknown, not off
 
 
 def test_host_script_link_pause_dcbx_and_storm_prevention() -> None:

@@ -131,8 +131,9 @@ class Deployed:
     pfc_priorities: frozenset[int] | None = None
     trust: Trust | None = None
     mtu: int | None = None
-    ecn: Mapping[int, EcnProfile] = field(default_factory=dict)
-    """Device default ECN per egress queue."""
+    ecn: Mapping[int, EcnProfile] | None = None
+    """Device default ECN per egress queue; ``None`` when the file does not say (a fragment), ``{}`` when it
+    configures queues without marking."""
     strict_queues: frozenset[int] | None = None
     queue_weights: Mapping[int, int] = field(default_factory=dict)
     """DWRR/ETS share per queue (percent or weight, as configured)."""

@@ -9,6 +9,8 @@ from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
 
 RULE = "roce.dscp-not-lossless"
+CONFLICT = "dscp.conflict"
+LOSSY_POOL = "roce.lossy-pool"
 
 
 def priority_of(ref: PortRef, dscp: int) -> int | None:
@@ -41,3 +43,35 @@ def check(ctx: LintContext) -> Iterator[Finding]:
                 f"{right.endpoint}",
                 {"dscp": dscp, left.endpoint: p_left, right.endpoint: p_right},
                 f"use the plan's DSCP {dscp} -> priority {ctx.plan.roce.priority} on both ends")
+
+
+@rule(CONFLICT, "error", "R1", "one DSCP listed in two classes (the config's DSCP map contradicts itself)")
+def conflict(ctx: LintContext) -> Iterator[Finding]:
+    for dev in ctx.devices.values():
+        for dscp, prios in sorted(dev.dscp_conflicts.items()):
+            got = dev.dscp_to_priority.get(dscp)
+            yield finding(CONFLICT, f"{dev.kind} {dev.device}", f"DSCP {dscp} is listed for priorities "
+                          f"{sorted(prios)}; the device uses {got if got is not None else 'one of them'} and the "
+                          "other entry is dead configuration that says what the operator meant",
+                          {"dscp": dscp, "priorities": sorted(prios), "effective": got, "source": dev.source},
+                          f"list DSCP {dscp} in one class only")
+
+
+@rule(LOSSY_POOL, "error", "R1", "RoCE DSCP lands on a PFC priority whose buffer group or queue is lossy")
+def lossy_pool(ctx: LintContext) -> Iterator[Finding]:
+    for dscp in ctx.plan.roce.dscp:
+        for ref in ctx.ports("switch"):
+            prio = priority_of(ref, dscp)
+            pfc = ref.port.pfc_priorities
+            if prio is None or pfc is None or prio not in pfc:
+                continue  # a lossy priority is the finding above
+            pg = ref.device.priority_to_pg.get(prio, prio)
+            queue = ref.device.queue_of(prio)
+            bad = [f"PG {pg} uses a lossy buffer profile" for _ in [0] if pg in (ref.port.lossy_pgs or ())]
+            bad += [f"queue {queue} uses a lossy buffer profile" for _ in [0] if queue in (ref.port.lossy_queues or ())]
+            if bad:
+                yield finding(LOSSY_POOL, ref.subject, f"RoCE DSCP {dscp} -> priority {prio} has PFC, but "
+                              f"{' and '.join(bad)}: the pause comes too late or never and frames are dropped",
+                              {"dscp": dscp, "priority": prio, "pg": pg, "queue": queue,
+                               "source": ref.device.source},
+                              f"bind PG {pg} / queue {queue} to the lossless pool's profile")

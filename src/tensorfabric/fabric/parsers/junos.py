@@ -353,7 +353,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         device=device or _hostname(root) or device_from_source(source), kind="switch", format=FORMAT,
         source=source, dscp_to_priority=d.dscp_to_priority or (dscp_tables[0] if len(dscp_tables) == 1 else {}),
         priority_to_queue=to_queue, pfc_priorities=d.pfc_priorities if default else None,
-        trust=d.trust, ecn=dict(d.ecn or {}), strict_queues=d.strict_queues, queue_weights=dict(d.queue_weights or {}),
+        trust=d.trust, ecn=dict(d.ecn) if d.ecn is not None else None, strict_queues=d.strict_queues, queue_weights=dict(d.queue_weights or {}),
         watchdog=d.watchdog, cable_length_m=d.cable_length_m, ports=tuple(ports), dscp_conflicts=conflicts,
         complete=_hostname(root) is not None,
         notes=("ECN thresholds are Junos fill levels in percent of the queue buffer",) if drops else (),

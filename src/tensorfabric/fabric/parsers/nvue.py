@@ -267,7 +267,7 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
         pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
-        trust=st.trust, ecn=ecn_of(None) or {}, strict_queues=frozenset(st.strict), queue_weights=dict(st.weights),
+        trust=st.trust, ecn=ecn_of(None), strict_queues=frozenset(st.strict), queue_weights=dict(st.weights),
         watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
         headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,
         ports=tuple(ports),

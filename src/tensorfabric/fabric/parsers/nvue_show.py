@@ -116,7 +116,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         if trust_entry[0] not in _TRUST:
             raise trust_entry[1].error(f"trust-mode {trust_entry[0]!r} must be pcp, dscp or pcp,dscp")
         trust = _TRUST[trust_entry[0]]
-    ecn: dict[int, EcnProfile] = {}
+    ecn: dict[int, EcnProfile] | None = {} if "congestion-mode" in summary else None
     tcs = get("enabled-tc")
     lo, hi, prob, mode = get("min-threshold"), get("max-threshold"), get("probability"), get("congestion-mode")
     if tcs is not None and tcs[0] != "-" and lo is not None and hi is not None:

@@ -301,7 +301,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=system_dscp or {}, priority_to_queue=dict(st.cos_to_queue), pfc_priorities=pfc,
         trust=system_trust, mtu=st.nq_mtu,
-        ecn=dict(system_q.ecn) if system_q else {},
+        ecn=dict(system_q.ecn) if system_q else None,
         strict_queues=frozenset(system_q.strict) if system_q else None,
         queue_weights=dict(system_q.weights) if system_q else {},
         watchdog=timers if st.wd_on is not None else None,
