@@ -27,8 +27,8 @@ def check(ctx: LintContext) -> Iterator[Finding]:
         for ref in ctx.ports():
             prio = priority_of(ref, dscp)
             pfc = ref.port.pfc_priorities
-            if prio is None or pfc is None or prio in pfc:
-                continue
+            if prio is None or pfc is None or prio in pfc or dscp in ref.device.dscp_conflicts:
+                continue  # a DSCP listed twice is reported once, by dscp.conflict
             yield finding(
                 RULE, ref.subject, f"RoCE DSCP {dscp} maps to priority {prio}, which has no PFC (lossless: "
                 f"{sorted(pfc) or 'none'}); RoCE would ride a lossy queue",
@@ -49,10 +49,13 @@ def check(ctx: LintContext) -> Iterator[Finding]:
 def conflict(ctx: LintContext) -> Iterator[Finding]:
     for dev in ctx.devices.values():
         for dscp, prios in sorted(dev.dscp_conflicts.items()):
-            got = dev.dscp_to_priority.get(dscp)
+            tables = [dev.dscp_to_priority, *(p.dscp_to_priority for p in dev.ports if p.dscp_to_priority)]
+            got = next((t[dscp] for t in tables if dscp in t), None)
+            lossless = dev.pfc_priorities or frozenset().union(*(p.pfc_priorities or frozenset() for p in dev.ports))
+            effect = ("which one wins is not documented" if got is None else
+                      f"the device uses {got}{' (no PFC: lossy)' if lossless and got not in lossless else ''}")
             yield finding(CONFLICT, f"{dev.kind} {dev.device}", f"DSCP {dscp} is listed for priorities "
-                          f"{sorted(prios)}; the device uses {got if got is not None else 'one of them'} and the "
-                          "other entry is dead configuration that says what the operator meant",
+                          f"{sorted(prios)}; {effect}, and the other entry hides what the operator meant",
                           {"dscp": dscp, "priorities": sorted(prios), "effective": got, "source": dev.source},
                           f"list DSCP {dscp} in one class only")
 

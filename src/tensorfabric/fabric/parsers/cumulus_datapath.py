@@ -109,6 +109,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             dscp[d] = cos
             seen.setdefault(d, set()).add(cos)
     conflicts = {d: frozenset(c) for d, c in seen.items() if len(c) > 1}
+    for d in conflicts:
+        del dscp[d]  # which list switchd honours is not documented: the class is unknown
 
     def groups(prefix: str) -> dict[str, _Group]:
         listed = values.get(f"{prefix}.port_group_list")
