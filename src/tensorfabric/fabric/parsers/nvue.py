@@ -83,6 +83,7 @@ class _State:
     ecn: dict[str, dict[int, _Ecn]] = field(default_factory=dict)
     strict: set[int] = field(default_factory=set)
     weights: dict[int, int] = field(default_factory=dict)
+    sched_seen: bool = False
     wd_poll: float | None = None
     wd_robust: int | None = None
     wd_seen: bool = False
@@ -97,6 +98,7 @@ def _roce_macro(state: _State) -> None:
     ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(3, _Ecn())
     ecn.kmin, ecn.kmax, ecn.pmax, ecn.ecn = 150000, 1500000, 100.0, True
     state.strict.add(6)
+    state.sched_seen = True
 
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
@@ -171,6 +173,7 @@ def _apply(args: list[str], where: Where, st: _State) -> None:
             _ecn(args[5:], where, st.ecn.setdefault(args[2], {}).setdefault(tc, _Ecn()))
     elif args[:2] == ["qos", "egress-scheduler"] and args[3:4] == ["traffic-class"]:
         tcs = parse_priorities(arg(4, "traffic-class"), where, what="traffic-class")
+        st.sched_seen = True
         if args[5:6] == ["mode"]:
             mode = arg(6, "mode")
             (st.strict.update if mode == "strict" else st.strict.difference_update)(tcs)
@@ -267,7 +270,8 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
         pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
-        trust=st.trust, ecn=ecn_of(None), strict_queues=frozenset(st.strict), queue_weights=dict(st.weights),
+        trust=st.trust, ecn=ecn_of(None), strict_queues=frozenset(st.strict) if st.sched_seen else None,
+        queue_weights=dict(st.weights),
         watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
         headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,
         ports=tuple(ports),
