@@ -7,6 +7,8 @@ is not in effect on the device).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tensorfabric.fabric.parsers._common import Where
@@ -14,6 +16,8 @@ from tensorfabric.fabric.parsers._common import Where
 __all__ = ["Stanza", "brace_tree"]
 
 _MAX_DEPTH = 64
+_MAX_TOKENS = 2_000_000
+_MAX_WORDS = 10_000  # far above any real statement; stops one hostile line from becoming millions of words
 
 
 @dataclass(slots=True)
@@ -35,46 +39,57 @@ class Stanza:
         return [n for n in self.children if tuple(n.words[: len(head)]) == head]
 
 
-def _tokens(text: str, source: str) -> list[tuple[str, bool, int]]:
-    """(text, is_punctuation, line) per token."""
-    out: list[tuple[str, bool, int]] = []
-    i, n, line = 0, len(text), 1
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
-            line += 1
-            i += 1
-        elif ch in " \t\r":
-            i += 1
-        elif ch == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                raise Where(source, line).error("comment '/*' is never closed")
-            line += text.count("\n", i, end)
-            i = end + 2
-        elif ch in "{};[]":
-            out.append((ch, True, line))
-            i += 1
-        elif ch == '"':
-            end = text.find('"', i + 1)
-            if end < 0 or "\n" in text[i:end]:
-                raise Where(source, line).error("quoted string is not closed on its line")
-            out.append((text[i + 1:end], False, line))
-            i = end + 1
-        else:
-            start = i
-            while i < n and text[i] not in " \t\r\n{};[]\"#":
-                if text.startswith("/*", i):
+# One token: a quoted string (closed on its line), a punctuation mark, or a run of other characters.
+_TOKEN = re.compile(r'"[^"\n]*"|[{};\[\]]|[^\s{};\[\]"]+|"')
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+def _tokens(text: str, source: str) -> Iterator[tuple[str, bool, int]]:
+    """(text, is_punctuation, line) per token, lazily so a structural error stops the scan; comments dropped."""
+    count = 0
+    in_comment = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        if _CONTROL.search(line):
+            raise Where(source, number, line[:40]).error("line holds control characters")
+        pos = 0
+        while pos < len(line):
+            if in_comment:
+                end = line.find("*/", pos)
+                if end < 0:
                     break
-                i += 1
-            word = text[start:i]
-            if any(ord(c) < 32 for c in word):
-                raise Where(source, line, word[:40]).error("statement holds control characters")
-            out.append((word, False, line))
-    return out
+                in_comment, pos = False, end + 2
+                continue
+            start = line.find("/*", pos)
+            hash_at = line.find("#", pos)
+            stop = len(line)
+            if start >= 0:
+                stop = start
+            if 0 <= hash_at < stop and not _in_quotes(line, pos, hash_at):
+                stop = hash_at
+                start = -1
+            for match in _TOKEN.finditer(line, pos, stop):
+                tok = match.group()
+                if tok == '"':
+                    raise Where(source, number, line[:40]).error("quoted string is not closed on its line")
+                count += 1
+                if count > _MAX_TOKENS:
+                    raise Where(source, number).error(f"more than {_MAX_TOKENS} tokens; no device config is this big")
+                if tok[0] == '"':
+                    yield tok[1:-1], False, number
+                else:
+                    yield tok, tok in _PUNCT, number
+            if stop == len(line) or start < 0:
+                break  # end of line, or a '#' comment runs to it
+            in_comment, pos = True, start + 2
+    if in_comment:
+        raise Where(source).error("comment '/*' is never closed")
+
+
+_PUNCT = frozenset("{};[]")
+
+
+def _in_quotes(line: str, start: int, at: int) -> bool:
+    return line.count('"', start, at) % 2 == 1
 
 
 def brace_tree(text: str, source: str) -> list[Stanza]:
@@ -89,6 +104,8 @@ def brace_tree(text: str, source: str) -> list[Stanza]:
             if not words:
                 first_line = line
             words.append(tok)
+            if len(words) > _MAX_WORDS:
+                raise Where(source, line).error(f"statement longer than {_MAX_WORDS} words")
             continue
         if tok == "[":
             if in_list:

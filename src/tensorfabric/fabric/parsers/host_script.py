@@ -11,13 +11,12 @@ into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
-from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
+from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
 
@@ -79,7 +78,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     for number, line in _logical_lines(text):
         where = Where(source, number, line.strip())
         try:
-            words = shlex.split(line, comments=True)
+            words = shell_words(line, comments=True)
         except ValueError as exc:
             raise where.error(f"line does not parse as shell words: {exc}") from None
         if not words:
@@ -205,7 +204,7 @@ def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str
                 raise where.error(f"printf line {word!r} must be NAME=value or export NAME=value")
             if exported:
                 try:
-                    parts = shlex.split(value)
+                    parts = shell_words(value)
                 except ValueError as exc:
                     raise where.error(f"exported value of {name} does not parse: {exc}") from None
                 if len(parts) > 1:

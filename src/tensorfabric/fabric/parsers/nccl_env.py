@@ -8,10 +8,9 @@ value is everything after the first ``=``, literally. Any other file is read as 
 from __future__ import annotations
 
 import re
-import shlex
 
 from tensorfabric.fabric.deployed import Deployed
-from tensorfabric.fabric.parsers._common import Where, device_from_source
+from tensorfabric.fabric.parsers._common import Where, device_from_source, shell_words
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "parse_env_lines", "sniff"]
 
@@ -45,7 +44,7 @@ def parse_env_lines(text: str, source: str) -> dict[str, str]:
             env[match.group(1)] = match.group(2)
             continue
         try:
-            words = shlex.split(match.group(2), comments=True) if match.group(2) else [""]
+            words = shell_words(match.group(2), comments=True) if match.group(2) else [""]
         except ValueError as exc:
             raise where.error(f"value does not parse as a shell word: {exc}") from None
         if len(words) > 1:

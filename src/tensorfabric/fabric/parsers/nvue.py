@@ -9,7 +9,6 @@ bytes at 100 %, trust both); explicit lines override it, as on the switch.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from tensorfabric import units
@@ -23,6 +22,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_float,
     parse_int,
     parse_priorities,
+    shell_words,
 )
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
@@ -115,7 +115,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             continue
         where = Where(source, number, line)
         try:
-            words = shlex.split(line)
+            words = shell_words(line)
         except ValueError as exc:
             raise where.error(f"line does not parse: {exc}") from None
         if transcript and words[:1] != ["nv"]:

@@ -124,6 +124,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     except (json.JSONDecodeError, RecursionError) as exc:
         line = getattr(exc, "lineno", None)
         raise Where(source, line).error(f"not valid JSON: {exc}") from None
+    except ValueError as exc:  # an integer literal past Python's digit limit
+        raise where.error(f"not usable JSON: {str(exc)[:80]}") from None
     if not isinstance(db, dict):
         raise where.error("not a SONiC config_db: expected a JSON object of tables")
     if db and all(_NAMESPACE.match(k) for k in db) and all(isinstance(v, dict) for v in db.values()):
