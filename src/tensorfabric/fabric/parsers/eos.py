@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from tensorfabric import units
+from tensorfabric import roce, units
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
@@ -47,7 +47,7 @@ _SPEED = re.compile(r"^(?:forced\s+)?(\d{1,4}(?:\.\d{1,3})?[gm])(?:-\d{1,2}|full
 
 def default_dscp_map() -> dict[int, int]:
     """EOS's built-in DSCP -> traffic class table."""
-    return {d: (1 if d < 8 else 0 if d < 16 else d >> 3) for d in range(64)}
+    return {d: (1 if d < 8 else 0 if d < 16 else roce.default_priority(d)) for d in range(64)}
 _TRUST: dict[str, Trust] = {"dscp": "dscp", "cos": "pcp"}
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
 
@@ -24,7 +25,7 @@ FORMAT = "host-script"
 SUFFIXES = (".sh", ".bash")
 _DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
 _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
-_DEFAULT_DSCP = {dscp: dscp >> 3 for dscp in range(64)}
+_DEFAULT_DSCP = {dscp: roce.default_priority(dscp) for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
 _DCBX: dict[str, Literal["os", "firmware"]] = {"os": "os", "fw": "firmware"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tensorfabric import units
+from tensorfabric import roce, units
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
@@ -92,12 +92,12 @@ class _State:
 
 def _roce_macro(state: _State) -> None:
     state.trust = state.trust or "pcp,dscp"
-    state.dscp.setdefault(26, 3)
-    state.dscp.setdefault(48, 6)
-    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(3)
-    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(3, _Ecn())
+    state.dscp.setdefault(roce.ROCE_DSCP, roce.LOSSLESS_PRIORITY)
+    state.dscp.setdefault(roce.CNP_DSCP, roce.CNP_PRIORITY)
+    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(roce.LOSSLESS_PRIORITY)
+    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(roce.LOSSLESS_PRIORITY, _Ecn())
     ecn.kmin, ecn.kmax, ecn.pmax, ecn.ecn = 150000, 1500000, 100.0, True
-    state.strict.add(6)
+    state.strict.add(roce.CNP_PRIORITY)
     state.sched_seen = True
 
 
