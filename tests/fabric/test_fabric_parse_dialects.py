@@ -146,3 +146,29 @@ def test_eos_segments_speeds_and_rewrite() -> None:
     assert spine.port("Ethernet3/1/1").trust == "dscp"  # routed ports trust DSCP by default
     with pytest.raises(ParseError, match="400g-8"):
         parse_text("interface Ethernet1\n   speed 400\n", source="x.eos")
+
+
+def test_mlnx_qos_ets_lines_keep_their_priorities() -> None:
+    # 'tsa: ets, bw: 50%' headers used to be skipped, so their priorities fell to the previous class.
+    d = parse_deployed(FIXTURES / "deployed" / "h5.ets.mlnx_qos")
+    nic = d.port("ens1f0np0")
+    assert d.priority_to_queue == {0: 0, 1: 0, 2: 0, 4: 0, 5: 0, 7: 0, 3: 3, 6: 6}
+    assert nic.queue_weights == {0: 50, 3: 50} and nic.strict_queues == frozenset({6})
+    assert nic.pfc_priorities == frozenset({3}) and nic.dcbx == "os" and nic.dscp_to_priority is not None
+
+
+def test_nccl_hca_advice_keeps_an_exclude_list() -> None:
+    from tensorfabric.fabric.lint import lint
+
+    env = parse_text("NCCL_IB_HCA=^mlx5_1\n", source="h7.env")
+    fixes = [f.fix for f in lint(None, [env]) if f.rule == "nccl.hca-prefix-match"]
+    assert fixes == ["NCCL_IB_HCA=^=mlx5_1"]  # not '==mlx5_1', which would select the one it meant to drop
+    exact = parse_text("NCCL_IB_HCA=^=mlx5_1\n", source="h7.env")
+    assert not [f for f in lint(None, [exact]) if f.rule == "nccl.hca-prefix-match"]
+
+
+def test_nccl_conf_is_read_by_the_host_reader_and_refuses_quotes() -> None:
+    d = parse_text("# doRoCE\nNCCL_IB_TC=106\nNCCL_IB_HCA==mlx5_0:1\n", source="nccl.conf")
+    assert dict(d.nccl_env) == {"NCCL_IB_TC": "106", "NCCL_IB_HCA": "=mlx5_0:1"}
+    with pytest.raises(ParseError, match="quotes would be part of NCCL_IB_HCA"):
+        parse_text('NCCL_IB_HCA="=mlx5_0"\n', source="nccl.conf")
