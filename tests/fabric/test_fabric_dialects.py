@@ -189,3 +189,13 @@ def test_non_default_priority_is_info_and_checked_against_hosts() -> None:
 def test_all_rules_known() -> None:
     lint_context(build_context(None))
     assert {rule for _, _, _, rule in EDITS} <= set(RULES)
+
+
+def test_recipe_configs_of_every_dialect_lint_clean_together() -> None:
+    # Without cabling every switch is compared with every other and with the hosts: the dialects must agree.
+    recipes = [_path(n) for n, (_, rules) in EXPECTED.items() if not rules and "fragment" not in n]
+    records = [parse_deployed(p) for p in recipes]
+    records += [parse_deployed(DEPLOYED / "h1.eth0.mlnx_qos"), parse_deployed(DEPLOYED / "nccl.conf")]
+    assert len({r.format for r in records}) == 9
+    errors = [(f.rule, f.subject) for f in lint(None, records) if f.severity == "error"]
+    assert errors == []

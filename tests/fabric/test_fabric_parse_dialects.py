@@ -55,7 +55,7 @@ def test_cumulus_traffic_conf_breakouts_and_hysteresis() -> None:
     assert port.headroom == {3: Headroom(18000, 16000, 70000, hysteresis_bytes=2000)}
     assert d.trust == "dscp" and d.dscp_to_priority[26] == 3 and d.dscp_to_priority[48] == 6
     assert d.strict_queues == frozenset({6}) and d.queue_weights[3] == 32
-    assert d.port("swp7").pfc_priorities == frozenset()  # not in the PFC port group
+    assert d.port("swp7").pfc_priorities is None  # not in any group: not in the file either
 
 
 def test_cumulus_refuses_a_group_list_naming_groups_without_keys() -> None:

@@ -200,7 +200,8 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     return Deployed(
         device=device or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dscp, trust=trust, strict_queues=frozenset(strict) if pgs else None, queue_weights=weights,
-        pfc_priorities=frozenset() if "pfc.port_group_list" in values else None, ports=out,
+        # Ports outside every PFC group have PFC off, but the file lists no such ports: no device default.
+        pfc_priorities=None, ports=out,
         dscp_conflicts=conflicts,
     )
 
