@@ -171,3 +171,21 @@ def test_host_script_round_trips_any_nccl_env(env: dict[str, str], netdev: str) 
     parsed = parse_text(text, source="h.sh")
     assert dict(parsed.nccl_env) == env
     assert [p.name for p in parsed.ports] == [netdev]
+
+
+@given(st.text(alphabet=" \tab'\"\\#$\n", max_size=16), st.booleans())
+def test_shell_words_splits_as_shlex_does(line: str, comments: bool) -> None:
+    """The linear splitter that replaced shlex (seconds on one long line) gives shlex's words and errors."""
+    import shlex
+
+    from tensorfabric.fabric.parsers._common import shell_words
+
+    try:
+        want: list[str] | None = shlex.split(line, comments=comments)
+    except ValueError:
+        want = None
+    try:
+        got: list[str] | None = shell_words(line, comments=comments)
+    except ValueError:
+        got = None
+    assert got == want
