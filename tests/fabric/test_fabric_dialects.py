@@ -71,6 +71,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "dell-watchdog-no-timers.dellsonic": ("dell-sonic", {"pfcwd.no-timers"}),
     # Junos class-of-service: PFC priority 3 on queue 4 is legal
     "junos-qfx5240-roce.junos": ("junos", {"pfcwd.no-timers"}),
+    "junos-qfx5230-watchdog-timers.junos": ("junos", set()),
     "junos-no-cnp-code-point.junos": ("junos", {"cnp.no-class", "pfcwd.no-timers"}),
     "junos-pcp-on-routed.junos": ("junos", {"trust.pcp-on-routed", "pfcwd.no-timers"}),
     "junos-cnp-transmit-rate.junos": ("junos", {"cnp.weighted", "pfcwd.no-timers"}),
@@ -196,6 +197,6 @@ def test_recipe_configs_of_every_dialect_lint_clean_together() -> None:
     recipes = [_path(n) for n, (_, rules) in EXPECTED.items() if not rules and "fragment" not in n]
     records = [parse_deployed(p) for p in recipes]
     records += [parse_deployed(DEPLOYED / "h1.eth0.mlnx_qos"), parse_deployed(DEPLOYED / "nccl.conf")]
-    assert len({r.format for r in records}) == 9
+    assert len({r.format for r in records}) == 10  # eight switch dialects, mlnx_qos and nccl.conf
     errors = [(f.rule, f.subject) for f in lint(None, records) if f.severity == "error"]
     assert errors == []

@@ -26,6 +26,11 @@ def test_junos_lossless_priority_rides_another_queue() -> None:
     assert port.routed and port.mtu == 9216 and port.pfc_priorities == frozenset({3})
 
 
+def test_junos_watchdog_timers() -> None:
+    d = parse_deployed(DIALECTS / "junos-qfx5230-watchdog-timers.junos")
+    assert d.watchdog == Watchdog(True, 200.0, 400.0, "drop", 100.0)  # detection 2 polls of 100 ms
+
+
 def test_junos_refuses_unbalanced_braces_and_unknown_code_points() -> None:
     with pytest.raises(ParseError, match="not balanced"):
         parse_text("class-of-service {\n    forwarding-classes {\n", source="x.junos")

@@ -8,7 +8,8 @@ So a lossless class is modelled as priority = its PFC priority, served by its qu
 
 Read: ``forwarding-classes`` (``class FC queue-num Q [no-loss] [pfc-priority P]`` and the older ``queue Q FC``),
 ``classifiers dscp|ieee-802.1``, ``congestion-notification-profile`` (input DSCP / 802.1p code points with
-``pfc``, ``output ... flow-control-queue``, ``pfc-watchdog``, ``cable-length``), ``drop-profiles`` (fill-level
+``pfc``, ``output ... flow-control-queue``, ``pfc-watchdog`` with ``poll-interval`` ms, ``detection`` polls,
+``recovery`` ms and ``watchdog-action``, ``cable-length``), ``drop-profiles`` (fill-level
 interpolation, in percent of the queue buffer), ``schedulers`` (``priority strict-high``, ``transmit-rate
 percent``, ``explicit-congestion-notification``), ``scheduler-maps`` and ``class-of-service interfaces``
 (``et-*`` wildcards apply to every port), plus ``interfaces`` (MTU, ``family inet`` = routed) and ``host-name``.
@@ -73,6 +74,10 @@ class _Cnp:
     pcps: set[int] = field(default_factory=set)
     flow_queues: dict[int, set[int]] = field(default_factory=dict)
     watchdog: bool = False
+    poll_ms: float | None = None
+    detection_polls: int | None = None
+    recovery_ms: float | None = None
+    action: str | None = None
     cable_m: float | None = None
 
 
@@ -145,6 +150,7 @@ def _cnps(cos: Stanza, source: str) -> dict[str, _Cnp]:
                 where = part.where(source)
                 if part.words[0] == "pfc-watchdog":
                     cnp.watchdog = True
+                    _watchdog_knobs(part, source, cnp)
                 elif part.words[0] == "input":
                     cnp.cable_m = _cable(part, where, cnp.cable_m)
                     for table in part.children:
@@ -167,6 +173,21 @@ def _cnps(cos: Stanza, source: str) -> dict[str, _Cnp]:
                 elif part.words[0] == "cable-length":
                     cnp.cable_m = parse_float(_value(part, 1, where, "cable-length"), where, what="cable-length")
     return out
+
+
+def _watchdog_knobs(node: Stanza, source: str, cnp: _Cnp) -> None:
+    """``poll-interval`` (ms), ``detection`` (poll intervals), ``recovery`` (ms), ``watchdog-action``."""
+    for knob in node.children:
+        where = knob.where(source)
+        value = _value(knob, 1, where, knob.words[0])
+        if knob.words[0] == "poll-interval":
+            cnp.poll_ms = parse_float(value, where, what="poll-interval")
+        elif knob.words[0] == "detection":
+            cnp.detection_polls = parse_int(value, where, what="detection", lo=1, hi=1000)
+        elif knob.words[0] == "recovery":
+            cnp.recovery_ms = parse_float(value, where, what="recovery")
+        elif knob.words[0] == "watchdog-action":
+            cnp.action = value
 
 
 def _cable(node: Stanza, where: Where, current: float | None) -> float | None:
@@ -243,6 +264,19 @@ def _hostname(root: list[Stanza]) -> str | None:
             if found is not None and len(found.words) == 2:
                 return found.words[1]
     return None
+
+
+def _watchdog(cnp: _Cnp | None) -> Watchdog | None:
+    if cnp is None:
+        return None
+    if not cnp.watchdog:
+        return Watchdog(False)
+    if cnp.detection_polls is None and cnp.recovery_ms is None and cnp.poll_ms is None:
+        return Watchdog(True)  # Junos defaults (100 ms polls, 2 polls, 200 ms recovery): not in the config
+    poll = cnp.poll_ms if cnp.poll_ms is not None else 100.0
+    detection = poll * (cnp.detection_polls if cnp.detection_polls is not None else 2)
+    return Watchdog(True, detection, cnp.recovery_ms if cnp.recovery_ms is not None else 200.0,
+                    cnp.action, poll)
 
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
@@ -336,7 +370,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             strict_queues=strict if smap_ref else None, queue_weights=weights if smap_ref else None,
             ecn=ecn if smap_ref else None, mtu=mtu, routed=routed,
             cable_length_m=cnp.cable_m if cnp else None,
-            watchdog=Watchdog(True) if cnp and cnp.watchdog else (Watchdog(False) if cnp else None),
+            watchdog=_watchdog(cnp),
         )
         if "*" in name:
             default = port
