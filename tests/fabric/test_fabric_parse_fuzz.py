@@ -84,7 +84,8 @@ def test_random_multi_asic_json(value: dict[str, object]) -> None:
 _HUGE = 10 * 1024 * 1024
 # A 10 MB line of one hostile shape, spliced into the middle of a real fixture of that format so the parser is
 # past its sniffing and deep in its grammar when it meets the line. Timing lives in benchmarks/fabric_parse.py.
-_SHAPES = {"quotes": '"' * _HUGE, "words": "nv set qos " * (_HUGE // 11), "braces": "{" * _HUGE}
+_SHAPES = {"quotes": '"' * _HUGE, "words": "nv set qos " * (_HUGE // 11), "braces": "{" * _HUGE,
+           "blanks": " " * _HUGE + "x"}  # blanks: what a \s* next to \s* backtracks on
 
 
 @lru_cache(maxsize=1)

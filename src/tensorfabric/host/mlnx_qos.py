@@ -20,8 +20,10 @@ Runner = Callable[[Sequence[str]], str]
 """Runs a command and returns its stdout; raises OSError when it cannot run or fails."""
 
 _TRUST = re.compile(r"^Priority trust state:\s*(\w+)", re.M)
-_DSCP = re.compile(r"^\s*prio:\s*(\d)\s+dscp:\s*([\d,\s]*)$", re.M)
-_PFC_ROW = re.compile(r"^\s*enabled\s+((?:[01]\s*){8})\s*$", re.M)
+# Blanks only within a line ([ \t], not \s): adjacent \s* runs that may cross lines backtrack quadratically on a
+# long run of whitespace.
+_DSCP = re.compile(r"^[ \t]*prio:[ \t]*(\d)[ \t]+dscp:([\d, \t]*)\r?$", re.M)
+_PFC_ROW = re.compile(r"^[ \t]*enabled[ \t]+((?:[01][ \t]*){8})\r?$", re.M)
 _TC = re.compile(r"^tc:\s*(\d+)\b")
 _TC_PRIO = re.compile(r"^priority:\s*(\d)\s*$")
 _CABLE = re.compile(r"^Cable len:\s*(\d+)", re.M)
