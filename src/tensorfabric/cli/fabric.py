@@ -136,8 +136,8 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 @cli.command("lint")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="A deployed config (SONiC config_db.json, NVUE, EOS, NX-OS, mlnx_qos output, NCCL env, host "
-                   "script); repeatable.")
+              help="A deployed config (SONiC config_db.json, NX-OS, EOS, Junos, Dell SONiC CLI, Cumulus "
+                   "traffic.conf / NVUE / nv show qos roce, mlnx_qos output, NCCL env, host script); repeatable.")
 @click.option("--format", "fmt", default=None, metavar="FORMAT",
               help="Read every --deployed file as this dialect (sonic, nxos, eos, junos, dell-sonic, nvue, nvue-show, "
                    "cumulus-datapath, mlnx_qos, host-script, nccl-env) instead of detecting it.")
