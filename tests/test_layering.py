@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tensorfabric"
-BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "signals"}
+BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals"}
 NO_TORCH = {"fabric", "sim", "host", "telemetry", "lab"}
 
 
@@ -41,3 +41,24 @@ def test_dependency_rule(path: Path) -> None:
         assert not any(m == "torch" or m.startswith("torch.") for m in imports), f"{rel} imports torch"
     if top == "sim":
         assert "telemetry" not in project, f"{rel}: the simulator never imports telemetry"
+
+
+# Edges between the subsystems that ARCHITECTURE.md allows; any other cross-subsystem import is a layering bug.
+SUBSYSTEMS = {"host", "fabric", "sim", "telemetry", "transfer", "lab", "inference"}
+ALLOWED = {
+    ("fabric", "host"),  # one parser per host artefact (mlnx_qos, nccl.conf), one set of NCCL checks
+    ("transfer", "host"),
+    ("inference", "transfer"),
+    ("telemetry", "lab"),
+}
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_subsystem_edges(path: Path) -> None:
+    rel = path.relative_to(SRC)
+    top = rel.parts[0].removesuffix(".py")
+    if top not in SUBSYSTEMS:
+        return
+    project = {m.split(".")[1] for m in _imports(path) if m.startswith("tensorfabric.") and m.count(".") >= 1}
+    for other in sorted(project & SUBSYSTEMS - {top}):
+        assert (top, other) in ALLOWED, f"{rel} imports tensorfabric.{other}; allowed edges: {sorted(ALLOWED)}"

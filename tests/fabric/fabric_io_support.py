@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from tensorfabric.fabric.deployed import Deployed
@@ -56,7 +57,10 @@ def switch_mismatches(plan: SwitchPlan, got: Deployed) -> list[str]:
         rooms = [p.headroom for p in plan.ports if p.headroom is not None and p.lossless]
         if rooms:
             biggest = max(rooms, key=lambda r: r.size_bytes)
-            check("system headroom", {p: biggest for p in plan.lossless}, dict(got.headroom))
+            # The renderer adds a resume hysteresis the plan does not carry; compare the sizes and thresholds.
+            parsed = {p: replace(h, hysteresis_bytes=None) for p, h in got.headroom.items()}
+            check("system headroom", {p: biggest for p in plan.lossless}, parsed)
+            check("pause/resume hysteresis", True, all((h.hysteresis_bytes or 0) > 0 for h in got.headroom.values()))
     return bad
 
 

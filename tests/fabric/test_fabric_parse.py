@@ -82,7 +82,9 @@ def test_nvue_roce_macro_and_interface_ranges() -> None:
 def test_eos_profile_and_interface_overrides() -> None:
     d = parse_deployed(DEPLOYED / "arista-roce.eos")
     assert (d.device, d.format) == ("spine9", "eos")
-    assert d.dscp_to_priority == {24: 3, 26: 3, 48: 6} and d.priority_to_queue == {3: 3}
+    # The explicit lines change EOS's built-in table; every other DSCP keeps its default class.
+    assert {k: d.dscp_to_priority[k] for k in (24, 26, 48, 0, 8, 40)} == {24: 3, 26: 3, 48: 6, 0: 1, 8: 0, 40: 5}
+    assert len(d.dscp_to_priority) == 64 and not d.default_dscp_map and d.priority_to_queue == {3: 3}
     roce = d.port("Ethernet1/1")
     assert roce.trust == "dscp" and roce.pfc_priorities == frozenset({3}) and roce.mtu == 9214
     assert roce.ecn == {3: EcnProfile(150000, 1500000, 20.0, True)} and roce.strict_queues == frozenset({6})
@@ -91,11 +93,13 @@ def test_eos_profile_and_interface_overrides() -> None:
     assert other.trust == "pcp" and other.pfc_priorities == frozenset({4})
 
 
-def test_eos_refuses_thresholds_it_cannot_convert() -> None:
+def test_eos_keeps_segments_as_segments_and_refuses_milliseconds() -> None:
     text = "qos profile P\n   uc-tx-queue 3\n      random-detect ecn minimum-threshold 2000 segments " \
            "maximum-threshold 10000 segments max-mark-probability 20 weight 0\n"
-    with pytest.raises(ParseError, match="segments.*cannot be converted") as info:
-        parse_text(text, source="a.eos")
+    d = parse_text(text, source="a.eos")
+    assert d.default_dscp_map and d.dscp_to_priority[26] == 3
+    with pytest.raises(ParseError, match="milliseconds.*cannot be converted") as info:
+        parse_text(text.replace("10000 segments", "10 milliseconds"), source="a.eos")
     assert info.value.line == 3
 
 
@@ -108,7 +112,7 @@ def test_the_issue_snippet_parses_as_nxos() -> None:
     assert port.acl_in == "roce-acl"
     # PFC "mode on" without a network-qos pause class: which priorities pause is not in this fragment.
     assert port.pfc_priorities is None
-    assert d.watchdog is None and d.ecn == {}
+    assert d.watchdog is None and d.ecn is None  # a fragment: ECN unknown, not off
 
 
 def test_host_script_link_pause_dcbx_and_storm_prevention() -> None:
@@ -152,7 +156,9 @@ def test_format_detected_by_content_alone(name: str, fmt: str) -> None:
 def test_explicit_format_and_device_override() -> None:
     d = parse_text("NCCL_IB_TC=106\n", source="x.txt", fmt="nccl-env", device="h9")
     assert d.device == "h9"
-    assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env"}
+    assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env", "junos",
+                            "dell-sonic",
+                            "cumulus-datapath", "nvue-show"}
 
 
 @pytest.mark.parametrize(("text", "source", "message"), [

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from functools import lru_cache
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,6 +31,15 @@ _VOCAB = [
     "NCCL_IB_TC=106", "export", "=", "3", "26", "-1", "999999999999999999999", "1e9", "0,0,0,1,0,0,0,0", "to",
     "Priority", "state:", "prio:3", "dscp:26,27,", "tc:", "6", "ratelimit:", "tsa:", "PFC", "configuration:",
     "enabled", "'", '"', "\\", "\t", "#", "!", "|",
+    # Junos, Dell SONiC CLI, Cumulus datapath files and nv show output
+    "class-of-service", "{", "}", ";", "[", "]", "forwarding-classes", "queue-num", "no-loss", "pfc-priority",
+    "code-points", "011010", "congestion-notification-profile", "code-point", "flow-control-queue", "pfc-watchdog",
+    "schedulers", "priority", "strict-high", "transmit-rate", "percent", "/*", "*/", "et-*", "unit", "*",
+    "qos-map", "dscp-tc", "tc-queue", "wred-policy", "scheduler-policy", "green", "weight", "Eth1/1",
+    "pfc.port_group_list", "pfc.g.cos_list", "pfc.g.port_set", "swp1-swp4", "swp49s0-swp49s3", "xon_delta",
+    "ecn_red.port_group_list", "traffic.cos_3.priority_source.dscp", "priority_group.control.weight", "operational",
+    "applied", "pfc-priority", "trust-mode", "enabled-tc", "146.48", "KB", "MB", "DWRR-50%", "strict-priority",
+    "RoCE", "PCP/DSCP->SP", "SP->TC", "mapping", "configurations", "cumulus@leaf1:mgmt:~$",
 ]
 _line = st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=9).map(" ".join)
 _indented = st.tuples(st.sampled_from(["", "  ", "   ", "    ", "      "]), _line).map("".join)
@@ -60,6 +70,48 @@ def test_random_text(text: str, fmt: str | None, source: str) -> None:
 @given(_config, st.sampled_from(FORMATS))
 def test_random_config_words(text: str, fmt: str) -> None:
     _only_parse_errors(text, "fuzz", fmt)
+
+
+_JSON_KEYS = st.sampled_from(["localhost", "asic0", "Asic0|Ethernet0", "host|Asic0|Ethernet0|3", "INTERFACE",
+                              "DEVICE_METADATA", "default_pfcwd_status", "pfcwd_sw_enable", "BUFFER_QUEUE"])
+
+
+@given(st.dictionaries(_JSON_KEYS, _json, max_size=4))
+def test_random_multi_asic_json(value: dict[str, object]) -> None:
+    _only_parse_errors(json.dumps({"asic0": value, "localhost": {"PORT": value}}), "fuzz.json", "sonic")
+
+
+_HUGE = 10 * 1024 * 1024
+# A 10 MB line of one hostile shape, spliced into the middle of a real fixture of that format so the parser is
+# past its sniffing and deep in its grammar when it meets the line. Timing lives in benchmarks/fabric_parse.py.
+_SHAPES = {"quotes": '"' * _HUGE, "words": "nv set qos " * (_HUGE // 11), "braces": "{" * _HUGE,
+           "blanks": " " * _HUGE + "x"}  # blanks: what a \s* next to \s* backtracks on
+
+
+@lru_cache(maxsize=1)
+def _fixture_by_format() -> dict[str, str]:
+    from tensorfabric.fabric.parsers import parse_deployed
+
+    out: dict[str, str] = {}
+    for folder in (DEPLOYED, DEPLOYED.parent / "dialects"):
+        for path in sorted(folder.iterdir()):
+            try:
+                out.setdefault(parse_deployed(path).format, path.read_text())
+            except ParseError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("shape", sorted(_SHAPES))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_ten_megabyte_line_raises_only_parse_errors(fmt: str, shape: str) -> None:
+    lines = _fixture_by_format()[fmt].splitlines()
+    half = len(lines) // 2
+    text = "\n".join([*lines[:half], _SHAPES[shape], *lines[half:]])
+    try:
+        parse_text(text, source="huge", fmt=fmt)
+    except (ParseError, InputError):
+        pass
 
 
 @given(_json)
@@ -120,3 +172,21 @@ def test_host_script_round_trips_any_nccl_env(env: dict[str, str], netdev: str) 
     parsed = parse_text(text, source="h.sh")
     assert dict(parsed.nccl_env) == env
     assert [p.name for p in parsed.ports] == [netdev]
+
+
+@given(st.text(alphabet=" \tab'\"\\#$\n", max_size=16), st.booleans())
+def test_shell_words_splits_as_shlex_does(line: str, comments: bool) -> None:
+    """The linear splitter that replaced shlex (seconds on one long line) gives shlex's words and errors."""
+    import shlex
+
+    from tensorfabric.fabric.parsers._common import shell_words
+
+    try:
+        want: list[str] | None = shlex.split(line, comments=comments)
+    except ValueError:
+        want = None
+    try:
+        got: list[str] | None = shell_words(line, comments=comments)
+    except ValueError:
+        got = None
+    assert got == want

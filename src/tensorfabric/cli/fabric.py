@@ -20,6 +20,7 @@ __all__ = ["cli"]
 _MODELS = RegistryChoice("tensorfabric.fabric.headroom:MODELS")
 _ASICS = RegistryChoice("tensorfabric.fabric.headroom:ASICS", order=lambda names: _with_presets(names))
 _NOS = RegistryChoice("tensorfabric.fabric.renderers:RENDERERS")
+_FORMATS = RegistryChoice("tensorfabric.fabric.parsers:PARSERS")
 
 
 def _spec_path(positional: Path | None, option: str | None, *, required: bool) -> Path | None:
@@ -193,11 +194,15 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @fabric_option("The spec to check (same as SPEC).")
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="A deployed config (SONiC config_db.json, NVUE, EOS, NX-OS, mlnx_qos output, NCCL env, host "
-                   "script); repeatable.")
+              help="A deployed config (SONiC config_db.json, NX-OS, EOS, Junos, Dell SONiC CLI, Cumulus "
+                   "traffic.conf / NVUE / nv show qos roce, mlnx_qos output, NCCL env, host script); repeatable.")
+@click.option("--format", "fmt", default=None, type=_FORMATS, metavar="FORMAT",
+              help="Read every --deployed file as this dialect instead of detecting it: "
+                   "one of the parser registry's formats (an unknown name lists them).")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeatable).")
 @json_option("Print {\"findings\": [...]}.")
-def lint_cmd(spec: Path | None, fabric_path: str | None, deployed: tuple[Path, ...], rules: tuple[str, ...],
+def lint_cmd(spec: Path | None, fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | None,
+             rules: tuple[str, ...],
              as_json: bool) -> int:
     """Check a spec and/or deployed configs against the lossless checklist; exit 1 on error findings."""
     from tensorfabric.fabric.lint import RULES, lint_context
@@ -211,7 +216,7 @@ def lint_cmd(spec: Path | None, fabric_path: str | None, deployed: tuple[Path, .
     if deployed:
         from tensorfabric.fabric.parsers import parse_deployed
 
-        records = [parse_deployed(path) for path in deployed]
+        records = [parse_deployed(path, fmt=fmt) for path in deployed]
     ctx = build_context(loaded, records)
     unknown = [r for r in rules if r not in RULES]
     if unknown:

@@ -46,6 +46,10 @@ class EcnProfile:
     pmax_percent: float
     ecn: bool = True
     """True when packets are marked (ECN); False when the profile only drops (WRED)."""
+    unit: Literal["bytes", "segments", "kbytes", "percent"] = "bytes"
+    """What the thresholds count. ``segments`` (EOS), ``kbytes`` (Dell SONiC CLI, 1000 or 1024 by release) and
+    ``percent`` (Junos fill level)
+    depend on the platform, so they are kept as written and never compared with byte counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,9 @@ class Headroom:
     xoff_bytes: int
     xon_bytes: int
     size_bytes: int
+    hysteresis_bytes: int | None = None
+    """How far the fill must fall below the pause point before PFC resumes (NX-OS pause minus resume
+    threshold, Cumulus ``xon_delta``); 0 means pause and resume at the same fill: the port flaps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,14 @@ class PortQos:
     """Host NICs: PFC storm prevention timeout (mlx5 ``pfc-prevention-tout``); 0 = off."""
     dcbx: Literal["os", "firmware"] | None = None
     """Host NICs: who owns DCBX."""
+    routed: bool | None = None
+    """The port forwards at layer 3 (an IP address, ``no switchport``): 802.1p tags do not survive a hop."""
+    queue_weights: Mapping[int, int] | None = None
+    """DWRR/ETS share per queue on this port."""
+    lossy_pgs: frozenset[int] | None = None
+    """Ingress priority groups bound to a lossy buffer profile or pool."""
+    lossy_queues: frozenset[int] | None = None
+    """Egress queues bound to a lossy buffer profile or pool."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +131,9 @@ class Deployed:
     pfc_priorities: frozenset[int] | None = None
     trust: Trust | None = None
     mtu: int | None = None
-    ecn: Mapping[int, EcnProfile] = field(default_factory=dict)
-    """Device default ECN per egress queue."""
+    ecn: Mapping[int, EcnProfile] | None = None
+    """Device default ECN per egress queue; ``None`` when the file does not say (a fragment), ``{}`` when it
+    configures queues without marking."""
     strict_queues: frozenset[int] | None = None
     queue_weights: Mapping[int, int] = field(default_factory=dict)
     """DWRR/ETS share per queue (percent or weight, as configured)."""
@@ -128,6 +144,16 @@ class Deployed:
     cnp_priority: int | None = None
     nccl_env: Mapping[str, str] = field(default_factory=dict)
     ports: tuple[PortQos, ...] = ()
+    dscp_conflicts: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    """DSCPs the config puts in more than one class, with every priority it names for them."""
+    priority_to_dscp: Mapping[int, int] = field(default_factory=dict)
+    """Egress rewrite (EOS ``qos map traffic-class N to dscp M``): marks leaving packets, classifies nothing."""
+    default_dscp_map: bool = False
+    """``dscp_to_priority`` is the platform's built-in table because the config names none."""
+    complete: bool = False
+    """The file is a whole device configuration, so a feature it does not mention is off, not unknown."""
+    notes: tuple[str, ...] = ()
+    """What the parser read but cannot check (platform-dependent units, statements it models as unknown)."""
 
     def port(self, name: str) -> PortQos:
         """The port ``name`` with every unset field filled from the device default.
@@ -139,6 +165,15 @@ class Deployed:
             if candidate.name == name:
                 return self._resolve(candidate)
         return self._resolve(PortQos(name=name))
+
+    def has_facts(self) -> bool:
+        """Whether the record says anything a rule can check (an empty record means nothing was understood)."""
+        device_level = (self.dscp_to_priority, self.priority_to_queue, self.pfc_priorities is not None, self.trust,
+                        self.mtu, self.ecn, self.strict_queues is not None, self.queue_weights, self.watchdog,
+                        self.headroom, self.nccl_env, self.cnp_dscp is not None)
+        if any(device_level):
+            return True
+        return any(getattr(p, f) is not None for p in self.ports for f in PortQos.__slots__ if f != "name")
 
     def resolved_ports(self) -> tuple[PortQos, ...]:
         return tuple(self._resolve(p) for p in self.ports)
@@ -157,6 +192,7 @@ class Deployed:
             dscp_to_priority=port.dscp_to_priority if port.dscp_to_priority is not None else self.dscp_to_priority,
             cnp_dscp=port.cnp_dscp if port.cnp_dscp is not None else self.cnp_dscp,
             cnp_priority=port.cnp_priority if port.cnp_priority is not None else self.cnp_priority,
+            queue_weights=port.queue_weights if port.queue_weights is not None else (self.queue_weights or None),
         )
 
     def priority_of(self, dscp: int, port: str | None = None) -> int | None:

@@ -22,11 +22,13 @@ Runner = Callable[[Sequence[str]], str]
 # Linear time: horizontal whitespace only (``\s`` with re.M would let ``^\s*`` run across every following blank
 # line), and no two adjacent quantifiers that can match the same characters.
 _TRUST = re.compile(r"^Priority trust state:[ \t]*(\w+)", re.M)
-_DSCP = re.compile(r"^[ \t]*prio:[ \t]*(\d)[ \t]+dscp:([\d, \t]*)$", re.M)
-_PFC_ROW = re.compile(r"^[ \t]*enabled[ \t]+((?:[01][ \t]+){7}[01])[ \t]*$", re.M)
+_DSCP = re.compile(r"^[ \t]*prio:[ \t]*(\d)[ \t]+dscp:([\d, \t]*)\r?$", re.M)
+_PFC_ROW = re.compile(r"^[ \t]*enabled[ \t]+((?:[01][ \t]+){7}[01])[ \t]*\r?$", re.M)
 _TC = re.compile(r"^tc:\s*(\d+)\b")
 _TC_PRIO = re.compile(r"^priority:\s*(\d)\s*$")
 _CABLE = re.compile(r"^Cable len:\s*(\d+)", re.M)
+_TSA = re.compile(r"\btsa:\s*(\w+)(?:\s*,\s*bw:\s*(\d{1,3})\s*%)?")
+_DCBX = re.compile(r"^DCBX mode:\s*(OS|Firmware)\b", re.M | re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,12 @@ class MlnxQos:
     """Priorities with PFC enabled; ``None`` when the output had no PFC table."""
     prio_to_tc: Mapping[int, int] = field(default_factory=dict)
     cable_len_m: int | None = None
+    tsa: Mapping[int, str] = field(default_factory=dict)
+    """Per traffic class: ``strict``, ``ets`` or ``vendor`` (``tc: N ratelimit: ..., tsa: ets, bw: 50%``)."""
+    tc_bw: Mapping[int, int] = field(default_factory=dict)
+    """ETS bandwidth percent per traffic class."""
+    dcbx: str | None = None
+    """``os`` or ``firmware`` from the ``DCBX mode:`` line."""
 
     def to_dict(self) -> dict[str, Any]:
         pfc = list(self.pfc) if self.pfc is not None else None
@@ -62,23 +70,30 @@ def parse_mlnx_qos(text: str, *, interface: str, source: str = "<mlnx_qos>") -> 
                 raise ParseError(f"DSCP {value} is out of range 0..63", source=source, excerpt=match[0].strip())
             dscp[int(value)] = int(match[1])
     pfc = tuple(i for i, bit in enumerate(pfc_row[1].split()) if bit == "1") if pfc_row else None
-    prio_tc = _prio_to_tc(text)
+    prio_tc, tsa, bw = _prio_to_tc(text)
     cable = _CABLE.search(text)
+    dcbx = _DCBX.search(text)
     return MlnxQos(interface, trust[1].lower() if trust else None, dscp, pfc, prio_tc,
-                   int(cable[1]) if cable else None)
+                   int(cable[1]) if cable else None, tsa, bw, dcbx[1].lower() if dcbx else None)
 
 
-def _prio_to_tc(text: str) -> dict[int, int]:
-    """``tc: N ...`` header lines, each followed by its ``priority: P`` lines."""
+def _prio_to_tc(text: str) -> tuple[dict[int, int], dict[int, str], dict[int, int]]:
+    """``tc: N ... tsa: T[, bw: B%]`` header lines, each followed by its ``priority: P`` lines."""
     result: dict[int, int] = {}
+    tsa: dict[int, str] = {}
+    bw: dict[int, int] = {}
     tc: int | None = None
     for line in text.splitlines():
         stripped = line.strip()
         if (header := _TC.match(stripped)) is not None:
             tc = int(header[1])
+            if (kind := _TSA.search(stripped)) is not None:
+                tsa[tc] = kind[1].lower()
+                if kind[2] is not None:
+                    bw[tc] = int(kind[2])
         elif tc is not None and (prio := _TC_PRIO.match(stripped)) is not None and int(prio[1]) < 8:
             result[int(prio[1])] = tc
-    return result
+    return result, tsa, bw
 
 
 def collect(interfaces: Iterable[str], runner: Runner) -> dict[str, MlnxQos]:

@@ -12,6 +12,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Literal
 
+from tensorfabric import roce
 from tensorfabric.errors import InputError
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "response_delay_s",
 ]
 
-QUANTUM_BITS = 512
+QUANTUM_BITS = roce.PAUSE_QUANTUM_BITS
 """One pause quantum is 512 bit times (802.1Qbb)."""
 MAX_QUANTA = 65535
 PAUSE_FRAME_BYTES = 84
@@ -31,7 +32,7 @@ PROPAGATION_S_PER_M = 5e-9
 """Light in fibre or copper: about 5 ns per metre."""
 
 # Annex 31B.3.7 response delay in quanta, by link rate (as tabulated in sonic-mgmt #6223 and the SONiC Lua).
-_RESPONSE_QUANTA = ((10e9, 67), (25e9, 80), (40e9, 118), (50e9, 147), (100e9, 394), (200e9, 453), (400e9, 905))
+_RESPONSE_QUANTA = tuple((gbps * 1e9, quanta) for gbps, quanta in sorted(roce.PAUSE_QUANTA.items()) if gbps >= 10)
 _RATES = [r for r, _ in _RESPONSE_QUANTA]
 
 

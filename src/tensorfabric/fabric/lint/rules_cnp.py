@@ -6,11 +6,13 @@ from collections.abc import Iterator
 
 from tensorfabric.fabric.lint import finding, rule
 from tensorfabric.fabric.lint.rules_dscp import priority_of
-from tensorfabric.fabric.lint.view import LintContext
+from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
 
 NOT_STRICT = "cnp.not-strict"
 MISMATCH = "cnp.class-mismatch"
+NO_CLASS = "cnp.no-class"
+WEIGHTED = "cnp.weighted"
 
 
 def _cnp_dscps(ctx: LintContext) -> set[int]:
@@ -25,14 +27,49 @@ def not_strict(ctx: LintContext) -> Iterator[Finding]:
         for ref in ctx.ports("switch"):
             prio = priority_of(ref, dscp)
             strict = ref.port.strict_queues
-            if prio is None or strict is None:
+            if prio is None or strict is None or _unclassified(ref, dscp):
                 continue
             queue = ref.device.queue_of(prio)
-            if queue not in strict:
+            if queue not in strict and queue not in (ref.port.queue_weights or {}):
                 yield finding(NOT_STRICT, ref.subject, f"CNP DSCP {dscp} -> priority {prio} -> queue {queue}, which "
                               f"is not strict (strict queues: {sorted(strict) or 'none'}); delayed CNPs break DCQCN",
                               {"dscp": dscp, "priority": prio, "queue": queue, "strict_queues": sorted(strict)},
                               f"schedule queue {queue} strict priority on {ref.device.device}")
+
+
+def _unclassified(ref: PortRef, dscp: int) -> bool:
+    """The device's own DSCP table leaves ``dscp`` to the default class (no built-in table in play)."""
+    table = ref.port.dscp_to_priority
+    return table is not None and bool(table) and dscp not in table and not ref.device.default_dscp_map
+
+
+@rule(NO_CLASS, "error", "R3", "no class for CNPs: the switch's DSCP map leaves the CNP DSCP to the default class")
+def no_class(ctx: LintContext) -> Iterator[Finding]:
+    for dscp in sorted(_cnp_dscps(ctx)):
+        for ref in ctx.ports("switch"):
+            if _unclassified(ref, dscp):
+                yield finding(NO_CLASS, ref.subject, f"CNP DSCP {dscp} is in no class of the DSCP map, so CNPs ride "
+                              "the default (best-effort) queue behind the traffic they should slow down",
+                              {"dscp": dscp, "mapped_dscps": len(ref.port.dscp_to_priority or {}),
+                               "source": ref.device.source},
+                              f"map DSCP {dscp} to priority {ctx.plan.cnp.priority} and serve it strict")
+
+
+@rule(WEIGHTED, "error", "R3", "CNP queue scheduled by bandwidth percent / DWRR instead of strict priority")
+def weighted(ctx: LintContext) -> Iterator[Finding]:
+    for dscp in sorted(_cnp_dscps(ctx)):
+        for ref in ctx.ports("switch"):
+            prio = priority_of(ref, dscp)
+            strict, weights = ref.port.strict_queues, ref.port.queue_weights or {}
+            if prio is None or strict is None or _unclassified(ref, dscp):
+                continue
+            queue = ref.device.queue_of(prio)
+            if queue not in strict and queue in weights:
+                yield finding(WEIGHTED, ref.subject, f"CNP queue {queue} gets a {weights[queue]} % DWRR share instead "
+                              "of strict priority; under load CNPs wait their turn and DCQCN reacts late",
+                              {"dscp": dscp, "queue": queue, "weight": weights[queue], "source": ref.device.source},
+                              f"replace the bandwidth share of queue {queue} by strict priority (priority level 1, "
+                              "type strict, priority strict-high)")
 
 
 @rule(MISMATCH, "error", "R3", "NIC CNP priority differs from the switch's, or CNPs share a lossless class")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint.rules_dscp import priority_of
 from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
 
@@ -14,8 +15,12 @@ AFTER_PFC = "ecn.after-pfc"
 
 
 def _roce_queue(ctx: LintContext, ref: PortRef) -> int:
-    # The plan's RoCE priority: a wrong DSCP map is R1's finding, not a missing ECN profile.
-    return ref.device.queue_of(ctx.plan.roce.priority)
+    # The priority RoCE really lands on when it is lossless there (a non-3 lossless priority is legal); else the
+    # plan's: a wrong DSCP map is R1's finding, not a missing ECN profile.
+    prio = priority_of(ref, ctx.plan.roce.dscp[0])
+    if prio is None or prio not in (ref.port.pfc_priorities or ()):
+        prio = ctx.plan.roce.priority
+    return ref.device.queue_of(prio)
 
 
 @rule(DISABLED, "error", "R5", "no ECN marking on the RoCE queue of a switch, or DCQCN off on a NIC")
@@ -40,14 +45,16 @@ def disabled(ctx: LintContext) -> Iterator[Finding]:
                           f"echo 1 > /sys/class/net/{ref.port.name}/ecn/roce_np/enable/{prio} (and roce_rp)")
 
 
-@rule(THRESHOLDS, "error", "R5", "ECN Kmin not below Kmax, or a zero marking probability")
+@rule(THRESHOLDS, "error", "R5", "ECN Kmin above Kmax, or a zero marking probability (Kmin == Kmax is a legal step)")
 def thresholds(ctx: LintContext) -> Iterator[Finding]:
     for ref in ctx.ports("switch"):
         for queue, profile in sorted((ref.port.ecn or {}).items()):
-            if profile.kmin_bytes >= profile.kmax_bytes or profile.pmax_percent <= 0:
-                yield finding(THRESHOLDS, ref.subject, f"queue {queue}: Kmin {profile.kmin_bytes} B, Kmax "
-                              f"{profile.kmax_bytes} B, Pmax {profile.pmax_percent:g} %; marking needs Kmin < Kmax "
-                              "and Pmax > 0", {"queue": queue, "kmin_bytes": profile.kmin_bytes,
+            # Kmin == Kmax is a step profile (mark everything above K), as DCTCP-style configs use.
+            if profile.kmin_bytes > profile.kmax_bytes or profile.pmax_percent <= 0:
+                unit = "B" if profile.unit == "bytes" else profile.unit
+                yield finding(THRESHOLDS, ref.subject, f"queue {queue}: Kmin {profile.kmin_bytes} {unit}, Kmax "
+                              f"{profile.kmax_bytes} {unit}, Pmax {profile.pmax_percent:g} %; marking needs Kmin <= "
+                              "Kmax and Pmax > 0", {"queue": queue, "kmin_bytes": profile.kmin_bytes,
                                                "kmax_bytes": profile.kmax_bytes, "pmax": profile.pmax_percent},
                               "use e.g. Kmin 150KB, Kmax 1.5MB, Pmax 100 %")
 
@@ -62,7 +69,7 @@ def after_pfc(ctx: LintContext) -> Iterator[Finding]:
         if trigger is None:
             continue
         for queue, profile in sorted((ref.port.ecn or {}).items()):
-            if profile.ecn and profile.kmax_bytes >= trigger:
+            if profile.ecn and profile.unit == "bytes" and profile.kmax_bytes >= trigger:
                 yield finding(AFTER_PFC, ref.subject, f"queue {queue}: ECN Kmax {profile.kmax_bytes} B is at or above "
                               f"the PFC XOFF trigger {trigger} B; PFC pauses before DCQCN reacts",
                               {"queue": queue, "kmax_bytes": profile.kmax_bytes, "xoff_trigger_bytes": trigger},

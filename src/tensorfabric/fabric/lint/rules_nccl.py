@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from tensorfabric.fabric.lint import finding, rule
 from tensorfabric.fabric.lint.view import LintContext
 from tensorfabric.findings import Finding
+from tensorfabric.host.checks.ncclvars import split_nccl_list
 
 TC = "nccl.tc-not-lossless"
 GID = "nccl.gid-index-pinned"
@@ -46,6 +47,12 @@ def gid(ctx: LintContext) -> Iterator[Finding]:
 def hca(ctx: LintContext) -> Iterator[Finding]:
     for dev in ctx.devices.values():
         value = dev.nccl_env.get("NCCL_IB_HCA")
-        if dev.kind == "host" and value and not value.lstrip("^").startswith("="):
-            yield finding(HCA, f"host {dev.device} NCCL", f"NCCL_IB_HCA={value} matches by prefix (mlx5_1 also "
-                          "selects mlx5_10..)", {"NCCL_IB_HCA": value}, f"NCCL_IB_HCA=={value.lstrip('^=')}")
+        if dev.kind != "host" or not value:
+            continue
+        exclude, exact, names = split_nccl_list(value)  # the host doctor's reading of NCCL's list syntax
+        if exact or not names:
+            continue
+        verb = "excludes" if exclude else "selects"
+        yield finding(HCA, f"host {dev.device} NCCL", f"NCCL_IB_HCA={value} matches by prefix ({names[0]} also "
+                      f"{verb} {names[0]}0..{names[0]}9 where they exist)", {"NCCL_IB_HCA": value},
+                      f"NCCL_IB_HCA={'^' if exclude else ''}={value.lstrip('^').lstrip('=')}")

@@ -11,19 +11,23 @@ from tensorfabric.findings import Finding
 MISMATCH = "pfc.priority-mismatch"
 LINK_PAUSE = "pfc.link-pause"
 TOO_MANY = "pfc.too-many-lossless"
+NOT_THREE = "pfc.non-default-priority"
+NO_HYSTERESIS = "pfc.no-hysteresis"
 MAX_LOSSLESS = 2  # Guo et al. 2016: shallow-buffer switches had headroom for two lossless classes
 
 
 @rule(MISMATCH, "error", "R2", "PFC priorities differ from the plan or between the two ends of a link")
 def mismatch(ctx: LintContext) -> Iterator[Finding]:
-    planned = frozenset(ctx.plan.lossless_priorities)
+    planned = _planned(ctx)
     for ref in ctx.ports():
         pfc = ref.port.pfc_priorities
-        if pfc is not None and pfc != planned:
+        if planned is not None and pfc is not None and pfc != planned:
             yield finding(MISMATCH, ref.subject, f"PFC enabled on {sorted(pfc)}, the plan's lossless priorities "
                           f"are {sorted(planned)}", {"pfc_priorities": sorted(pfc), "planned": sorted(planned),
                                                      "source": ref.device.source},
                           f"enable PFC on priorities {sorted(planned)} only")
+    if ctx.spec is None:
+        yield from _switches_disagree(ctx)
     for left, right, subject in ctx.pairs():
         a, b = left.port.pfc_priorities, right.port.pfc_priorities
         if a is not None and b is not None and a != b:
@@ -31,6 +35,58 @@ def mismatch(ctx: LintContext) -> Iterator[Finding]:
                           f"{right.endpoint}; pauses for one side's class are ignored by the other",
                           {left.endpoint: sorted(a), right.endpoint: sorted(b)},
                           "enable PFC on the same priorities at both ends")
+
+
+def _planned(ctx: LintContext) -> frozenset[int] | None:
+    """The lossless set to hold every port to: the spec's, else what the hosts use (the NIC decides)."""
+    if ctx.spec is not None:
+        return frozenset(ctx.plan.lossless_priorities)
+    hosts = {ref.port.pfc_priorities for ref in ctx.ports("host") if ref.port.pfc_priorities}
+    return next(iter(hosts)) if len(hosts) == 1 else None
+
+
+def _switches_disagree(ctx: LintContext) -> Iterator[Finding]:
+    # Without a spec or hosts to agree on, two switches with different lossless sets cannot both be right.
+    if _planned(ctx) is not None:
+        return
+    sets: dict[frozenset[int], list[str]] = {}
+    for name, dev in ctx.devices.items():
+        if dev.kind == "switch":
+            found = {ref.port.pfc_priorities for ref in ctx.ports() if ref.device is dev and ref.port.pfc_priorities}
+            for pfc in found:
+                sets.setdefault(frozenset(pfc), []).append(name)
+    if len(sets) > 1:
+        shown = {", ".join(sorted(set(v))): sorted(k) for k, v in sets.items()}
+        yield finding(MISMATCH, "fabric", f"switches disagree on the lossless priorities: {shown}",
+                      {"by_switch": shown}, "use one lossless priority set on every switch and NIC")
+
+
+@rule(NOT_THREE, "info", "R2", "lossless priority other than 3 (legal; every NIC and switch must use the same one)")
+def not_three(ctx: LintContext) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for ref in ctx.ports():
+        pfc = ref.port.pfc_priorities
+        if not pfc or ctx.plan.roce.priority in pfc or ref.device.device in seen:
+            continue
+        seen.add(ref.device.device)
+        yield finding(NOT_THREE, f"{ref.device.kind} {ref.device.device}", f"lossless priority {sorted(pfc)} instead "
+                      f"of the usual {ctx.plan.roce.priority}; fine if every NIC (mlnx_qos --pfc, cnp/roce maps) and "
+                      "switch on the path uses the same one", {"pfc_priorities": sorted(pfc),
+                                                                "usual": ctx.plan.roce.priority},
+                      "check that the hosts' PFC mask names the same priority")
+
+
+@rule(NO_HYSTERESIS, "warning", "R2", "PFC pause and resume thresholds are equal (no hysteresis)")
+def no_hysteresis(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        for pg, room in sorted((ref.port.headroom or {}).items()):
+            if room.hysteresis_bytes == 0:
+                yield finding(NO_HYSTERESIS, ref.subject, f"PG {pg}: PFC resumes at the same fill it pauses at; the "
+                              "port sends a pause/resume pair for nearly every frame near the threshold",
+                              {"pg": pg, "xoff_bytes": room.xoff_bytes, "hysteresis_bytes": 0,
+                               "source": ref.device.source},
+                              "resume at least one MTU below the pause threshold (resume-threshold < pause-threshold,"
+                              " xon_delta > 0)")
 
 
 @rule(LINK_PAUSE, "error", "R2", "link-level (global) pause enabled on a PFC port")

@@ -9,6 +9,7 @@ from tensorfabric.fabric.lint.view import LintContext
 from tensorfabric.findings import Finding
 
 RULE = "trust.mismatch"
+PCP_ROUTED = "trust.pcp-on-routed"
 
 
 def _effective(trust: str | None) -> str | None:
@@ -21,6 +22,8 @@ def check(ctx: LintContext) -> Iterator[Finding]:
     planned = ctx.plan.trust
     for ref in ctx.ports():
         trust = _effective(ref.port.trust)
+        if trust == "pcp" and ref.port.routed:
+            continue  # the more specific finding below
         if trust is not None and trust != planned:
             yield finding(RULE, ref.subject, f"trust {ref.port.trust}, the plan trusts {planned}"
                           + ("; untagged RoCE lands on priority 0" if trust == "pcp" else ""),
@@ -52,3 +55,13 @@ def _pcp_service_level(ctx: LintContext) -> Iterator[Finding]:
                           f"{prio if prio >= 0 else '?'}, not a lossless one {sorted(lossless)}",
                           {"NCCL_IB_SL": raw, "lossless_priorities": sorted(lossless)},
                           f"export NCCL_IB_SL={min(lossless)} (or trust DSCP)")
+
+
+@rule(PCP_ROUTED, "error", "R4", "classification by CoS/PCP only on a routed port")
+def pcp_on_routed(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        if ref.port.routed and ref.port.trust == "pcp":
+            yield finding(PCP_ROUTED, ref.subject, "the port routes (layer 3) but classifies by 802.1p CoS only; "
+                          "routed RoCEv2 arrives untagged or loses its tag at every hop, so it lands on priority 0",
+                          {"trust": "pcp", "routed": True, "source": ref.device.source},
+                          "classify by DSCP (qos trust dscp, match dscp, dscp_to_tc_map)")

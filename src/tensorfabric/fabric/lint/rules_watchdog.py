@@ -11,6 +11,8 @@ from tensorfabric.findings import Finding
 OFF = "pfcwd.off"
 SETTINGS = "pfcwd.settings"
 NIC = "pfcwd.nic-storm-prevention-off"
+NO_TIMERS = "pfcwd.no-timers"
+ABSENT = "pfcwd.absent"
 
 
 @rule(OFF, "error", "R10", "PFC watchdog disabled on a lossless switch port")
@@ -45,3 +47,25 @@ def nic(ctx: LintContext) -> Iterator[Finding]:
             yield finding(NIC, f"host port {endpoint}", "NIC PFC storm prevention is off",
                           {"storm_prevention_ms": extra.storm_prevention_ms},
                           f"ethtool --set-tunable {endpoint.partition(':')[2]} pfc-prevention-tout 100")
+
+
+@rule(NO_TIMERS, "warning", "R10", "PFC watchdog enabled without detection/restoration timers")
+def no_timers(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        wd = ref.port.watchdog
+        if wd is not None and wd.enabled and ref.port.pfc_priorities and wd.detection_ms is None:
+            yield finding(NO_TIMERS, ref.subject, "the PFC watchdog is on but the config sets no detection or "
+                          "restoration time; it runs on platform defaults nobody reviewed",
+                          {"watchdog": True, "detection_ms": None, "restoration_ms": wd.restoration_ms,
+                           "source": ref.device.source},
+                          "set detection and restoration explicitly (e.g. 200 ms / 400 ms)")
+
+
+@rule(ABSENT, "warning", "R10", "no PFC watchdog configured on a lossless port of a whole-device config")
+def absent(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        if ref.device.complete and ref.port.pfc_priorities and ref.port.watchdog is None:
+            yield finding(ABSENT, ref.subject, "the port is lossless but the configuration has no PFC watchdog; a "
+                          "stuck receiver can pause the fabric indefinitely",
+                          {"pfc_priorities": sorted(ref.port.pfc_priorities), "source": ref.device.source},
+                          "configure the PFC watchdog (drop, 200 ms detection / 400 ms restoration)")

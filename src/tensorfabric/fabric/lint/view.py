@@ -1,7 +1,9 @@
 """The linter's view of a fabric: one :class:`~tensorfabric.fabric.deployed.Deployed` record per device.
 
 A spec is turned into the same records the parsers produce from real configs (format ``spec``), so every rule
-is written once over one vocabulary and a deployed file simply replaces the spec's record of that device.
+is written once over one vocabulary and a deployed file simply replaces the spec's record of that device. The
+records come from the renderers' per-device plans (:mod:`tensorfabric.fabric.renderers.plan`), the one place
+the spec is resolved: what lint expects is exactly what render writes (every port, the same PG sizes).
 A few host facts have no field in ``Deployed`` (link-level pause, NIC storm prevention, DCBX ownership); they
 travel in :class:`HostExtras` and are known only from a spec.
 """
@@ -12,10 +14,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Watchdog
-from tensorfabric.fabric.headroom import HeadroomResult, compute_headroom, headroom_for_port, least_switch_headroom
-from tensorfabric.fabric.spec import FabricSpec, HostSpec, SwitchSpec
-from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan, WatchdogPlan
+from tensorfabric.fabric.deployed import Deployed, Headroom, PortQos
+from tensorfabric.fabric.headroom import (
+    HeadroomResult,
+    compute_headroom,
+    headroom_for_port,
+    least_switch_headroom,
+)
+from tensorfabric.fabric.renderers.plan import HostPlan, SwitchPlan, host_plans, switch_plans
+from tensorfabric.fabric.spec import FabricSpec, HostSpec
+from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan
 
 __all__ = ["HostExtras", "LintContext", "PortRef", "build_context", "deployed_from_spec"]
 
@@ -116,81 +124,59 @@ class LintContext:
         return None
 
 
-def _watchdog(plan: WatchdogPlan) -> Watchdog:
-    return Watchdog(plan.enabled, float(plan.detection_ms), float(plan.restoration_ms), plan.action,
-                    float(plan.poll_ms))
-
-
-def _switch(spec: FabricSpec, sw: SwitchSpec) -> Deployed:
-    plan, over = spec.qos, sw.qos
-    table = plan.dscp_to_priority() | dict(over.dscp_map or {})
-    pfc = frozenset(over.pfc_priorities if over.pfc_priorities is not None else plan.lossless_priorities)
-    strict = frozenset(over.strict_priorities if over.strict_priorities is not None
-                       else ((plan.cnp.priority,) if plan.cnp.strict else ()))
-    ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
+def _switch(plan: SwitchPlan) -> Deployed:
+    # The renderers' plan is the one resolution of the spec; the lint view only re-keys it as a Deployed.
+    lossless = frozenset(plan.lossless)
     ports: list[PortQos] = []
-    for p in sw.ports:
-        endpoint = f"{sw.name}:{p.name}"
-        link = spec.link_at(endpoint)
-        if link is None:
-            continue
-        speed = spec.link_speed(link)
-        profile = over.ecn or plan.ecn_for(speed)
-        ecn = {prio: EcnProfile(profile.kmin, profile.kmax, float(profile.pmax)) for prio in pfc} if ecn_on else {}
-        computed = headroom_for_port(spec, endpoint)
-        headroom: dict[int, Headroom] = {}
-        if computed is not None:
-            xoff = p.headroom_xoff if p.headroom_xoff is not None else computed.xoff_bytes
-            headroom = {prio: Headroom(xoff, computed.xon_bytes, xoff + computed.xon_bytes) for prio in pfc}
-        ports.append(PortQos(name=p.name, mtu=spec.port_mtu(endpoint), speed_bps=speed,
-                             cable_length_m=spec.configured_cable_m(endpoint), headroom=headroom, ecn=ecn,
-                             acl_in=plan.classifier.acl_name if plan.classifier.kind == "acl" else None))
+    for p in plan.ports:
+        headroom = dict.fromkeys(lossless, p.headroom) if p.headroom is not None and p.lossless else {}
+        # A port the plan keeps lossy (a lossless: false link) is not held to the ECN profile.
+        ecn = (dict.fromkeys(lossless, p.ecn) if plan.ecn_enabled else {}) if p.lossless else None
+        ports.append(PortQos(
+            name=p.name, mtu=p.mtu, speed_bps=p.speed_bps or None, cable_length_m=p.cable_length_m,
+            headroom=headroom, ecn=ecn,
+            acl_in=plan.acl_name if plan.classifier == "acl" else None,
+        ))
     return Deployed(
-        device=sw.name, kind="switch", format="spec", source=f"spec switch {sw.name}",
-        dscp_to_priority=table, pfc_priorities=pfc, trust=over.trust or plan.trust,
-        strict_queues=strict, queue_weights=dict(plan.ets.weights),
-        watchdog=_watchdog(over.watchdog or plan.watchdog), ports=tuple(ports),
+        device=plan.name, kind="switch", format="spec", source=f"spec switch {plan.name}",
+        dscp_to_priority=dict(plan.dscp_to_priority), pfc_priorities=lossless, trust=plan.trust,
+        strict_queues=frozenset(plan.strict), queue_weights=dict(plan.ets), watchdog=plan.watchdog,
+        ports=tuple(ports),
     )
 
 
-def _host(spec: FabricSpec, host: HostSpec) -> tuple[Deployed, dict[str, HostExtras]]:
-    plan = spec.qos
+def _host(spec: FabricSpec, host: HostSpec, plan: HostPlan) -> tuple[Deployed, dict[str, HostExtras]]:
+    qos = spec.qos
     ports: list[PortQos] = []
     extras: dict[str, HostExtras] = {}
-    for nic in host.nics:
-        over = nic.qos
+    for nic, nic_plan in zip(host.nics, plan.nics, strict=True):
         endpoint = f"{host.name}:{nic.netdev}"
         link = spec.link_at(endpoint)
-        pfc = frozenset(over.pfc_priorities if over.pfc_priorities is not None else plan.lossless_priorities)
+        pfc = frozenset(nic_plan.pfc)
         computed = headroom_for_port(spec, endpoint)
         headroom = {prio: Headroom(computed.xoff_bytes, computed.xon_bytes, computed.size_bytes)
                     for prio in pfc} if computed is not None else None
-        ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
         ports.append(PortQos(
-            name=nic.netdev, pfc_priorities=pfc, trust=over.trust or plan.trust, mtu=spec.port_mtu(endpoint),
+            name=nic.netdev, pfc_priorities=pfc, trust=nic_plan.trust, mtu=nic_plan.mtu,
             speed_bps=spec.link_speed(link) if link else nic.speed_bps,
-            cable_length_m=spec.configured_cable_m(endpoint), headroom=headroom,
-            ecn_priorities=frozenset(plan.roce.priority for _ in [0] if ecn_on),
-            dscp_to_priority=plan.dscp_to_priority() | dict(over.dscp_map or {}),
-            cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else plan.cnp.dscp,
-            cnp_priority=over.cnp_priority if over.cnp_priority is not None else plan.cnp.priority,
+            cable_length_m=nic_plan.cable_length_m, headroom=headroom,
+            ecn_priorities=frozenset(nic_plan.ecn_priorities), dscp_to_priority=dict(nic_plan.dscp_explicit),
+            cnp_dscp=nic_plan.cnp_dscp, cnp_priority=nic_plan.cnp_priority,
         ))
-        storm = over.storm_prevention_ms if over.storm_prevention_ms is not None else plan.nic_storm_prevention_ms
-        extras[endpoint] = HostExtras(link_pause=bool(over.link_pause), storm_prevention_ms=storm,
-                                      dcbx=over.dcbx or plan.dcbx)
-    nccl = spec.nccl_for(host)
-    env = plan.nccl_env(nccl)
+        over = nic.qos
+        extras[endpoint] = HostExtras(link_pause=nic_plan.link_pause, storm_prevention_ms=nic_plan.storm_prevention_ms,
+                                      dcbx=over.dcbx or qos.dcbx)
     record = Deployed(device=host.name, kind="host", format="spec", source=f"spec host {host.name}",
-                      nccl_env=env, ports=tuple(ports))
+                      nccl_env=qos.nccl_env(spec.nccl_for(host)), ports=tuple(ports))
     return record, extras
 
 
 def deployed_from_spec(spec: FabricSpec) -> tuple[dict[str, Deployed], dict[str, HostExtras]]:
     """The records a perfect deployment of ``spec`` would read back as, plus host extras."""
-    devices: dict[str, Deployed] = {sw.name: _switch(spec, sw) for sw in spec.switches}
+    devices: dict[str, Deployed] = {plan.name: _switch(plan) for plan in switch_plans(spec)}
     extras: dict[str, HostExtras] = {}
-    for host in spec.hosts:
-        devices[host.name], more = _host(spec, host)
+    for host, host_plan in zip(spec.hosts, host_plans(spec), strict=True):
+        devices[host.name], more = _host(spec, host, host_plan)
         extras.update(more)
     return devices, extras
 

@@ -15,7 +15,14 @@ format                what                                        extensions
 ``nxos``              Cisco NX-OS running-config subset           .nxos
 ``eos``               Arista EOS running-config subset            .eos
 ``nccl-env``          ``/etc/nccl.conf`` or ``.env``              .env .conf
+``junos``             Junos ``class-of-service`` brace config     .junos
+``dell-sonic``        Dell Enterprise SONiC CLI running-config    .dellsonic
+``cumulus-datapath``  Cumulus traffic.conf / qos_features.conf    .traffic_conf
+``nvue-show``         ``nv show qos roce`` output                 .nvshow
 ====================  ==========================================  =====================
+
+Sniffing tries every format whose markers appear, in registry order, and keeps the first that parses into a
+record with facts; a format that parses but understands nothing is refused, never returned as an empty record.
 """
 
 from __future__ import annotations
@@ -29,7 +36,19 @@ from typing import Protocol
 
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed
-from tensorfabric.fabric.parsers import eos, host_script, mlnx_qos, nccl_env, nvue, nxos, sonic
+from tensorfabric.fabric.parsers import (
+    cumulus_datapath,
+    dell_sonic,
+    eos,
+    host_script,
+    junos,
+    mlnx_qos,
+    nccl_env,
+    nvue,
+    nvue_show,
+    nxos,
+    sonic,
+)
 from tensorfabric.registry import Registry
 
 __all__ = ["FORMATS", "PARSERS", "detect_format", "parse_deployed", "parse_text"]
@@ -53,35 +72,63 @@ def _entry(module: ModuleType) -> _Entry:
 
 # Sniffing order matters: specific markers first, the permissive NAME=value format last.
 PARSERS: Registry[_Entry] = Registry("format")
-for _module in (sonic, nvue, host_script, mlnx_qos, nxos, eos, nccl_env):
+for _module in (sonic, junos, nvue_show, nvue, cumulus_datapath, host_script, mlnx_qos, dell_sonic, nxos, eos,
+                nccl_env):
     PARSERS.register(_module.FORMAT, _entry(_module))
 FORMATS: tuple[str, ...] = PARSERS.names()
 _MAX_BYTES = 64 * 1024 * 1024
 
 
-def detect_format(text: str, source: str = "<input>") -> str:
-    """The registry format of ``text``: by extension of ``source`` first, then by content."""
+def _candidates(text: str, source: str) -> list[_Entry]:
     suffix = Path(source).suffix.lower()
     by_suffix = [e for e in PARSERS.values() if suffix in e.suffixes]
     # .conf is too common a suffix to trust on its own.
     if len(by_suffix) == 1 and (by_suffix[0].format != "nccl-env" or by_suffix[0].sniff(text)):
-        return by_suffix[0].format
-    for entry in PARSERS.values():
-        if entry.sniff(text):
-            return entry.format
+        return by_suffix
+    return [e for e in PARSERS.values() if e.sniff(text)]
+
+
+def _undecided(text: str, source: str) -> ParseError:
     suffixes = ", ".join(sorted({s for e in PARSERS.values() for s in e.suffixes}))
-    raise ParseError(
-        f"cannot tell the format; name the file with one of {suffixes} or pass one of {', '.join(FORMATS)}",
-        source=source, excerpt=text.lstrip()[:60],
+    return ParseError(
+        f"cannot tell the format; name the file with one of {suffixes} or pass --format with one of "
+        f"{', '.join(FORMATS)}", source=source, excerpt=text.lstrip()[:60],
     )
 
 
+def detect_format(text: str, source: str = "<input>") -> str:
+    """The registry format of ``text``: by extension of ``source`` first, then by content."""
+    found = _candidates(text, source)
+    if not found:
+        raise _undecided(text, source)
+    return found[0].format
+
+
+def _by_name(fmt: str, source: str) -> _Entry:
+    if fmt in PARSERS:
+        return PARSERS.get(fmt)
+    raise ParseError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", source=source)
+
+
 def parse_text(text: str, *, source: str = "<input>", fmt: str | None = None, device: str | None = None) -> Deployed:
-    """Parse ``text`` as ``fmt`` (detected when ``None``)."""
-    chosen = fmt or detect_format(text, source)
-    if chosen not in PARSERS:
-        raise ParseError(f"unknown format {chosen!r}; use one of {', '.join(FORMATS)}", source=source)
-    return PARSERS.get(chosen).parse(text, source=source, device=device)
+    """Parse ``text`` as ``fmt``; when ``None``, as the first detected format that understands it."""
+    found = [_by_name(fmt, source)] if fmt is not None else _candidates(text, source)
+    if not found:
+        raise _undecided(text, source)
+    first_error: ParseError | None = None
+    for entry in found:
+        try:
+            record = entry.parse(text, source=source, device=device)
+        except ParseError as exc:
+            first_error = first_error or exc
+            continue
+        if record.has_facts():
+            return record
+        first_error = first_error or ParseError(
+            f"read as {entry.format} but found nothing a lint rule can check; pass --format if it is another "
+            "dialect", source=source, excerpt=text.lstrip()[:60])
+    assert first_error is not None
+    raise first_error
 
 
 def parse_deployed(path: str | os.PathLike[str], *, fmt: str | None = None, device: str | None = None) -> Deployed:

@@ -22,7 +22,9 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_priorities",
+    "MAX_COMMAND_CHARS",
     "parse_bytes",
+    "shell_words",
 ]
 
 
@@ -72,6 +74,8 @@ _RANGE_ITEM = re.compile(r"^(\d{1,2})(?:-(\d{1,2}))?$")
 
 def parse_priorities(text: str, where: Where, *, what: str, hi: int = 7) -> frozenset[int]:
     """``3``, ``3,4``, ``2-4`` or an empty string into a set of priorities 0..hi."""
+    if len(text) > 1024:  # every value 0..63 listed once is 182 characters
+        raise where.error(f"{what}: a list of {len(text)} characters is not a priority or DSCP list")
     found: set[int] = set()
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -146,6 +150,9 @@ class Block:
         return Where(source, self.line, self.text)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
 def block_tree(text: str, source: str, *, comments: tuple[str, ...] = ("!", "#")) -> list[Block]:
     """Parse an indented CLI configuration (EOS, NX-OS) into a forest by indentation depth."""
     roots: list[Block] = []
@@ -156,7 +163,7 @@ def block_tree(text: str, source: str, *, comments: tuple[str, ...] = ("!", "#")
         stripped = raw.strip()
         if not stripped or stripped.startswith(comments):
             continue
-        if any(ord(ch) < 32 for ch in stripped):
+        if _CONTROL.search(stripped):
             raise ParseError("line holds control characters", source=source, line=number, excerpt=stripped)
         depth = len(raw) - len(raw.lstrip(" "))
         node = Block(stripped, number)
@@ -165,3 +172,63 @@ def block_tree(text: str, source: str, *, comments: tuple[str, ...] = ("!", "#")
         (stack[-1][1].children if stack else roots).append(node)
         stack.append((depth, node))
     return roots
+
+
+# One piece of a shell word, or a run of blanks. The alternatives start with disjoint characters, so the scan is
+# linear on any line (shlex walks characters in Python and takes seconds on one long line).
+_SHELL = re.compile(
+    r"(?P<blank>[ \t\r\n]+)"
+    r"|(?P<plain>[^ \t\r\n'\"\\#]+)"
+    r"|'(?P<single>[^']*)'"
+    r'|"(?P<double>(?:[^"\\]|\\.)*)"'
+    r"|\\(?P<escaped>.)"
+    r"|(?P<hash>#)",
+    re.S,
+)
+_DOUBLE_ESCAPE = re.compile(r'\\([\\"])')
+
+
+MAX_COMMAND_CHARS = 65536
+"""Longest shell or CLI command line accepted; real ones are a few hundred characters."""
+
+
+def shell_words(line: str, *, comments: bool = False) -> list[str]:
+    """Split ``line`` into words as POSIX ``shlex.split`` does; ``ValueError`` on an unclosed quote, a trailing
+    backslash or a line over :data:`MAX_COMMAND_CHARS`."""
+    if len(line) > MAX_COMMAND_CHARS:
+        raise ValueError(f"line of {len(line)} characters; commands longer than {MAX_COMMAND_CHARS} are refused")
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    pos = 0
+    while pos < len(line):
+        match = _SHELL.match(line, pos)
+        if match is None:
+            break
+        pos = match.end()
+        kind = match.lastgroup or "plain"
+        if kind == "hash" and comments:
+            # Like shlex, a '#' outside quotes ends the word and comments out the rest of the line.
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            newline = line.find("\n", pos)
+            pos = len(line) if newline < 0 else newline
+            continue
+        if kind == "blank":
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            continue
+        if kind == "hash":
+            current.append("#")
+        elif kind == "double":
+            current.append(_DOUBLE_ESCAPE.sub(r"\1", match.group("double")))
+        else:
+            current.append(match.group(kind))
+        in_word = True
+    if pos != len(line):
+        raise ValueError("No escaped character" if line[pos] == "\\" else "No closing quotation")
+    if in_word:
+        words.append("".join(current))
+    return words

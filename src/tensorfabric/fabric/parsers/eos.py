@@ -4,15 +4,25 @@ Understood: ``hostname``; ``qos map dscp D... to traffic-class T``; ``qos map tr
 ``qos profile NAME`` blocks (``qos trust``, ``priority-flow-control on``/``priority N no-drop``,
 ``uc-tx-queue``/``tx-queue`` blocks with ``priority strict``, ``bandwidth percent`` and
 ``random-detect ecn``); the global ``priority-flow-control pause watchdog`` lines; and ``interface`` blocks
-with ``mtu``, ``speed``, ``service-profile`` and the same QoS lines as a profile. ECN thresholds must be in
-bytes, kbytes (x1000) or mbytes (x1000000): segments and milliseconds depend on the platform and are refused.
+with ``mtu``, ``speed`` (``400g``, ``400g-8``, ``100gfull``), ``no switchport``/``ip address`` (routed),
+``service-profile`` and the same QoS lines as a profile. ECN thresholds in bytes, kbytes (x1000) or mbytes
+(x1000000) become byte counts; ``segments`` depend on the platform's cell size, so they are kept as segments
+(compared with each other, never with bytes); milliseconds are refused. ``random-detect ecn count`` only turns
+on counters.
+
+EOS has one global DSCP -> traffic-class table with built-in defaults (DSCP 0-7 -> TC 1, 8-15 -> TC 0, then
+DSCP >> 3, so 26 -> 3 and 48 -> 6); ``qos map dscp ... to traffic-class`` lines change entries of it, so the
+record always holds the whole table (``default_dscp_map`` when no line changed it). ``qos map traffic-class N
+to dscp M`` rewrites the DSCP of leaving packets: it is recorded as ``priority_to_dscp`` and classifies nothing.
+Routed ports trust DSCP by default.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
-from tensorfabric import units
+from tensorfabric import roce, units
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
@@ -32,6 +42,12 @@ SUFFIXES = (".eos",)
 _MARKERS = ("qos map dscp", "qos profile", "priority-flow-control pause watchdog", "service-profile",
             "uc-tx-queue")
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
+_SPEED = re.compile(r"^(?:forced\s+)?(\d{1,4}(?:\.\d{1,3})?[gm])(?:-\d{1,2}|full|half)?$")
+
+
+def default_dscp_map() -> dict[int, int]:
+    """EOS's built-in DSCP -> traffic class table."""
+    return {d: (1 if d < 8 else 0 if d < 16 else roce.default_priority(d)) for d in range(64)}
 _TRUST: dict[str, Trust] = {"dscp": "dscp", "cos": "pcp"}
 
 
@@ -53,14 +69,16 @@ class _Qos:
     touched: bool = False
 
 
-def _threshold(words: list[str], key: str, where: Where) -> int:
+def _threshold(words: list[str], key: str, where: Where) -> tuple[int, str]:
     i = words.index(key) if key in words else len(words)
     if i + 2 >= len(words):
         raise where.error(f"random-detect needs '{key} N UNIT'")
     unit = words[i + 2]
+    if unit == "segments":
+        return parse_int(words[i + 1], where, what=key, lo=0), "segments"
     if unit not in _UNITS:
-        raise where.error(f"{key} unit {unit!r} cannot be converted to bytes; use bytes, kbytes or mbytes")
-    return round(parse_float(words[i + 1], where, what=key) * _UNITS[unit])
+        raise where.error(f"{key} unit {unit!r} cannot be converted to bytes; use bytes, kbytes, mbytes or segments")
+    return round(parse_float(words[i + 1], where, what=key) * _UNITS[unit]), "bytes"
 
 
 def _qos_line(block: Block, where: Where, qos: _Qos) -> bool:
@@ -88,12 +106,18 @@ def _qos_line(block: Block, where: Where, qos: _Qos) -> bool:
                 qos.strict.add(queue)
             elif cw[:2] == ["bandwidth", "percent"] and len(cw) == 3:
                 qos.weights[queue] = parse_int(cw[2], cwhere, what="bandwidth percent", lo=0, hi=100)
+            elif cw == ["random-detect", "ecn", "count"]:
+                continue  # ECN mark counters, no marking behaviour
             elif cw[:2] == ["random-detect", "ecn"]:
                 pmax = 100.0
                 if "max-mark-probability" in cw and cw.index("max-mark-probability") + 1 < len(cw):
                     pmax = parse_float(cw[cw.index("max-mark-probability") + 1], cwhere, what="max-mark-probability")
-                qos.ecn[queue] = EcnProfile(_threshold(cw, "minimum-threshold", cwhere),
-                                            _threshold(cw, "maximum-threshold", cwhere), pmax, True)
+                (kmin, lo_unit), (kmax, hi_unit) = (_threshold(cw, "minimum-threshold", cwhere),
+                                                    _threshold(cw, "maximum-threshold", cwhere))
+                if lo_unit != hi_unit:
+                    raise cwhere.error("minimum and maximum thresholds mix segments and bytes")
+                qos.ecn[queue] = EcnProfile(kmin, kmax, pmax, True, unit="segments" if lo_unit == "segments"
+                                            else "bytes")
     else:
         return False
     qos.touched = True
@@ -104,6 +128,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     tree = block_tree(text, source)
     hostname: str | None = None
     dscp: dict[int, int] = {}
+    rewrite: dict[int, int] = {}
     queue: dict[int, int] = {}
     profiles: dict[str, _Qos] = {}
     wd: dict[str, float] = {}
@@ -118,6 +143,10 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
             for item in w[3:w.index("to")]:
                 dscp[parse_int(item, where, what="dscp", lo=0, hi=63)] = tc
+        elif w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp":
+            value = parse_int(w[-1], where, what="dscp", lo=0, hi=63)
+            for item in w[3:w.index("to")]:
+                rewrite[parse_int(item, where, what="traffic-class", lo=0, hi=7)] = value
         elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"):
             queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[6], where, what="tx-queue",
                                                                                         lo=0, hi=7)
@@ -132,7 +161,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             wd_seen, wd_action = True, w[4]
         elif w[0] == "interface" and len(w) >= 2:
             ports.extend(_interface(block, source, profiles))
-    if not (dscp or profiles or ports or wd_seen):
+    if not (dscp or profiles or ports or wd_seen or rewrite):
         raise Where(source).error("no EOS QoS, PFC or interface configuration found")
     # Timers are global; the watchdog itself is switched on per interface or profile.
     timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
@@ -140,9 +169,11 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     watchdog = timers if wd_seen else None
     ports = [replace(p, watchdog=replace(timers, enabled=p.watchdog.enabled)) if p.watchdog is not None else p
              for p in ports]
+    table = default_dscp_map() | dscp
     return Deployed(device=device or hostname or device_from_source(source), kind="switch", format=FORMAT,
-                    source=source, dscp_to_priority=dscp, priority_to_queue=queue, watchdog=watchdog,
-                    ports=tuple(ports))
+                    source=source, dscp_to_priority=table, priority_to_queue=queue, watchdog=watchdog,
+                    ports=tuple(ports), priority_to_dscp=rewrite, default_dscp_map=not dscp,
+                    complete=hostname is not None and bool(ports))
 
 
 def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[PortQos]:
@@ -151,14 +182,20 @@ def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[Por
     own = _Qos()
     mtu: int | None = None
     speed: float | None = None
+    routed: bool | None = None
     profile: _Qos | None = None
     for child in block.children:
         cw, cwhere = child.words, child.where(source)
         if cw[0] == "mtu" and len(cw) == 2:
             mtu = parse_int(cw[1], cwhere, what="mtu", lo=68, hi=65535)
+        elif cw == ["no", "switchport"] or cw[:2] in (["ip", "address"], ["ipv6", "address"]):
+            routed = True
         elif cw[0] == "speed" and len(cw) >= 2:
+            match = _SPEED.match(" ".join(cw[1:]).lower())
+            if match is None:
+                raise cwhere.error(f"speed {' '.join(cw[1:])!r} must look like 400g, 400g-8, 200g-4 or 100gfull")
             try:
-                speed = units.parse_rate(cw[-1].removesuffix("full").removesuffix("-8"), what="speed")
+                speed = units.parse_rate(match.group(1), what="speed")
             except InputError as exc:
                 raise cwhere.error(str(exc)) from None
         elif cw[0] == "service-profile" and len(cw) == 2:
@@ -169,10 +206,12 @@ def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[Por
             _qos_line(child, cwhere, own)
     merged = _merge(profile, own)
     pfc = None if merged.pfc_on is None else (frozenset(merged.no_drop) if merged.pfc_on else frozenset())
+    trust = merged.trust or ("dscp" if routed else None)  # routed ports trust DSCP unless told otherwise
     return [PortQos(
-        name=name, mtu=mtu, speed_bps=speed, trust=merged.trust, pfc_priorities=pfc,
+        name=name, mtu=mtu, speed_bps=speed, trust=trust, pfc_priorities=pfc, routed=routed,
         ecn=dict(merged.ecn) if merged.touched else None,
         strict_queues=frozenset(merged.strict) if merged.touched else None,
+        queue_weights=dict(merged.weights) if merged.touched else None,
         watchdog=None if merged.watchdog is None else Watchdog(merged.watchdog),
     ) for name in names]
 

@@ -11,13 +11,13 @@ into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
-from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
+from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
 
@@ -25,7 +25,7 @@ FORMAT = "host-script"
 SUFFIXES = (".sh", ".bash")
 _DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
 _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
-_DEFAULT_DSCP = {dscp: dscp >> 3 for dscp in range(64)}
+_DEFAULT_DSCP = {dscp: roce.default_priority(dscp) for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
 _DCBX: dict[str, Literal["os", "firmware"]] = {"os": "os", "fw": "firmware"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -79,7 +79,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     for number, line in _logical_lines(text):
         where = Where(source, number, line.strip())
         try:
-            words = shlex.split(line, comments=True)
+            words = shell_words(line, comments=True)
         except ValueError as exc:
             raise where.error(f"line does not parse as shell words: {exc}") from None
         if not words:
@@ -205,7 +205,7 @@ def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str
                 raise where.error(f"printf line {word!r} must be NAME=value or export NAME=value")
             if exported:
                 try:
-                    parts = shlex.split(value)
+                    parts = shell_words(value)
                 except ValueError as exc:
                     raise where.error(f"exported value of {name} does not parse: {exc}") from None
                 if len(parts) > 1:

@@ -8,10 +8,10 @@ value is everything after the first ``=``, literally. Any other file is read as 
 from __future__ import annotations
 
 import re
-import shlex
 
 from tensorfabric.fabric.deployed import Deployed
-from tensorfabric.fabric.parsers._common import Where, device_from_source
+from tensorfabric.fabric.parsers._common import Where, device_from_source, shell_words
+from tensorfabric.host.discovery import parse_nccl_conf
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "parse_env_lines", "sniff"]
 
@@ -42,16 +42,18 @@ def parse_env_lines(text: str, source: str) -> dict[str, str]:
         if literal:
             if line.startswith("export"):
                 raise where.error("NCCL reads .conf files literally; write NAME=value without 'export'")
-            env[match.group(1)] = match.group(2)
+            if match.group(2)[:1] in ("'", '"'):
+                raise where.error(f"NCCL reads .conf values literally: the quotes would be part of {match.group(1)}")
             continue
         try:
-            words = shlex.split(match.group(2), comments=True) if match.group(2) else [""]
+            words = shell_words(match.group(2), comments=True) if match.group(2) else [""]
         except ValueError as exc:
             raise where.error(f"value does not parse as a shell word: {exc}") from None
         if len(words) > 1:
             raise where.error(f"value of {match.group(1)} must be one word; quote it if it holds spaces")
         env[match.group(1)] = words[0] if words else ""
-    return env
+    # Lines checked above are plain NAME=value, so the host doctor's /etc/nccl.conf reader is the one that reads them.
+    return parse_nccl_conf(text) if literal else env
 
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:

@@ -8,10 +8,10 @@ bytes at 100 %, trust both); explicit lines override it, as on the switch.
 
 from __future__ import annotations
 
-import shlex
+import re
 from dataclasses import dataclass, field
 
-from tensorfabric import units
+from tensorfabric import roce, units
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
@@ -22,6 +22,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_float,
     parse_int,
     parse_priorities,
+    shell_words,
 )
 
 __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
@@ -32,8 +33,17 @@ _TRUST: dict[str, Trust] = {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "pcp"
 _DEFAULT = "default-global"
 
 
+# A captured session: ``cumulus@leaf01:mgmt:~$ nv set ...``; what follows a prompt line without one is output.
+_PROMPT = re.compile(r"^[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^\s$#]{0,128})?[$#]\s*")
+
+
+def _command(line: str) -> str:
+    match = _PROMPT.match(line)
+    return line[match.end():] if match else line
+
+
 def sniff(text: str) -> bool:
-    return any(line.strip().startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
+    return any(_command(line.strip()).startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
 
 
 @dataclass
@@ -60,6 +70,7 @@ class _Port:
     pfc_profile: str | None = None
     ecn_profile: str | None = None
     watchdog: bool | None = None
+    routed: bool | None = None
 
 
 @dataclass
@@ -72,6 +83,7 @@ class _State:
     ecn: dict[str, dict[int, _Ecn]] = field(default_factory=dict)
     strict: set[int] = field(default_factory=set)
     weights: dict[int, int] = field(default_factory=dict)
+    sched_seen: bool = False
     wd_poll: float | None = None
     wd_robust: int | None = None
     wd_seen: bool = False
@@ -80,25 +92,34 @@ class _State:
 
 def _roce_macro(state: _State) -> None:
     state.trust = state.trust or "pcp,dscp"
-    state.dscp.setdefault(26, 3)
-    state.dscp.setdefault(48, 6)
-    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(3)
-    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(3, _Ecn())
+    state.dscp.setdefault(roce.ROCE_DSCP, roce.LOSSLESS_PRIORITY)
+    state.dscp.setdefault(roce.CNP_DSCP, roce.CNP_PRIORITY)
+    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(roce.LOSSLESS_PRIORITY)
+    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(roce.LOSSLESS_PRIORITY, _Ecn())
     ecn.kmin, ecn.kmax, ecn.pmax, ecn.ecn = 150000, 1500000, 100.0, True
-    state.strict.add(6)
+    state.strict.add(roce.CNP_PRIORITY)
+    state.sched_seen = True
 
 
 def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
     state = _State()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    transcript = any(_PROMPT.match(line.strip()) for line in lines)
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
+        if transcript:
+            if not _PROMPT.match(line):
+                continue  # output of the previous command (e.g. 'applied [rev_id: 4]')
+            line = _command(line)
         if not line or line.startswith("#"):
             continue
         where = Where(source, number, line)
         try:
-            words = shlex.split(line)
+            words = shell_words(line)
         except ValueError as exc:
             raise where.error(f"line does not parse: {exc}") from None
+        if transcript and words[:1] != ["nv"]:
+            continue  # another shell command in the session (sudo, cat, ...)
         if words[:1] != ["nv"] or len(words) < 2:
             raise where.error("expected an NVUE command starting with 'nv'")
         if words[1] != "set":
@@ -152,6 +173,7 @@ def _apply(args: list[str], where: Where, st: _State) -> None:
             _ecn(args[5:], where, st.ecn.setdefault(args[2], {}).setdefault(tc, _Ecn()))
     elif args[:2] == ["qos", "egress-scheduler"] and args[3:4] == ["traffic-class"]:
         tcs = parse_priorities(arg(4, "traffic-class"), where, what="traffic-class")
+        st.sched_seen = True
         if args[5:6] == ["mode"]:
             mode = arg(6, "mode")
             (st.strict.update if mode == "strict" else st.strict.difference_update)(tcs)
@@ -203,6 +225,8 @@ def _interface(a: _Args, port: _Port, st: _State) -> None:
             port.speed = units.parse_rate(arg(4, "speed"), what="link speed")
         except InputError as exc:
             raise where.error(str(exc)) from None
+    elif rest[:2] == ["ip", "address"]:
+        port.routed = True
     elif rest[:3] == ["qos", "pfc", "profile"]:
         port.pfc_profile = arg(5, "pfc profile")
     elif rest[:3] == ["qos", "congestion-control", "profile"]:
@@ -235,7 +259,7 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
     for name, p in st.ports.items():
         pfc = pfc_of(p.pfc_profile) if p.pfc_profile else None
         ports.append(PortQos(
-            name=name, mtu=p.mtu, speed_bps=p.speed,
+            name=name, mtu=p.mtu, speed_bps=p.speed, routed=p.routed,
             pfc_priorities=frozenset(pfc.priorities) if pfc else None,
             cable_length_m=pfc.cable if pfc else None,
             headroom=room(pfc) if pfc else None,
@@ -246,7 +270,8 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
         pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
-        trust=st.trust, ecn=ecn_of(None) or {}, strict_queues=frozenset(st.strict), queue_weights=dict(st.weights),
+        trust=st.trust, ecn=ecn_of(None), strict_queues=frozenset(st.strict) if st.sched_seen else None,
+        queue_weights=dict(st.weights),
         watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
         headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,
         ports=tuple(ports),

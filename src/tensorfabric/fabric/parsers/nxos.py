@@ -5,8 +5,16 @@ qos`` that sets ``qos-group`` per class, applied under ``system qos`` or an inte
 mode qos-group N is served by queue N (``c-out-8q-qN``; ``q-default`` is 0), so priorities equal queues
 unless ``qos map cos-to-queue`` says otherwise. PFC comes from ``pause pfc-cos`` in the network-qos policy and
 ``priority-flow-control mode`` per interface; headroom from ``pause buffer-size B pause-threshold P
-resume-threshold R`` (read as size B, xoff B-P, xon R). ECN/WRED from ``random-detect`` in the queuing policy;
-the watchdog from ``priority-flow-control watch-dog-interval on`` with its interval and multipliers.
+resume-threshold R`` (read as size B, xoff B-P, xon P and a hysteresis of P-R). ECN/WRED from
+``random-detect`` in the queuing policy; the watchdog from ``priority-flow-control watch-dog-interval on``
+with its interval and multipliers.
+
+Nexus 3000 style configs name their own classes: ``class-map type queuing NAME`` / ``class-map type
+network-qos NAME`` with ``match qos-group N`` (served by queue N; ``class-default`` is qos-group 0),
+``pause no-drop`` instead of ``pause pfc-cos``, ``priority`` without a level and ``bandwidth percent``. PFC is
+modelled on the qos-group (the priority) that the no-drop class matches. Classes of a ``policy-map type qos``
+match in order, so a DSCP listed in two classes gets the first class's group and is reported as a conflict.
+``hardware profile pfc mmu buffer-reservation`` is read as a note: it sizes the PFC pool, not a per-port value.
 """
 
 from __future__ import annotations
@@ -31,10 +39,10 @@ __all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
 FORMAT = "nxos"
 SUFFIXES = (".nxos",)
 _MARKERS = ("class-map type qos", "policy-map type", "priority-flow-control mode", "system qos",
-            "qos map cos-to-queue", "priority-flow-control watch-dog")
+            "qos map cos-to-queue", "priority-flow-control watch-dog", "hardware profile pfc mmu")
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
-_QUEUE_CLASS = re.compile(r"^c-out-8q-q([0-7]|-default)$")
-_NQ_CLASS = re.compile(r"^c-8q-nq([0-7]|-default)$")
+_QUEUE_CLASS = re.compile(r"^c-out-(?:8q-)?q([0-7]|-default)$")
+_NQ_CLASS = re.compile(r"^c-(?:8q-)?nq([0-7]|-default)$")
 
 
 def sniff(text: str) -> bool:
@@ -64,6 +72,11 @@ class _State:
     wd_interval: float | None = None
     wd_shutdown: float | None = None
     wd_restore: float | None = None
+    class_mtu: dict[int, int] = field(default_factory=dict)
+    queue_classes: dict[str, int] = field(default_factory=dict)
+    nq_classes: dict[str, int] = field(default_factory=dict)
+    conflicts: dict[int, set[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _threshold(words: list[str], key: str, where: Where) -> int:
@@ -73,10 +86,26 @@ def _threshold(words: list[str], key: str, where: Where) -> int:
     return round(parse_float(words[i + 1], where, what=key) * _UNITS[words[i + 2]])
 
 
-def _queue(name: str, where: Where) -> int:
+def _queue(name: str, where: Where, st: _State) -> int:
+    if name == "class-default":
+        return 0
+    if name in st.queue_classes:
+        return st.queue_classes[name]
     match = _QUEUE_CLASS.match(name)
     if match is None:
-        raise where.error(f"queuing class {name!r} must be c-out-8q-q0..7 or c-out-8q-q-default")
+        raise where.error(f"queuing class {name!r} is neither c-out-8q-q0..7, class-default nor a class-map type "
+                          "queuing defined above")
+    return 0 if match.group(1) == "-default" else int(match.group(1))
+
+
+def _nq_group(name: str, st: _State) -> int | None:
+    if name == "class-default":
+        return 0
+    if name in st.nq_classes:
+        return st.nq_classes[name]
+    match = _NQ_CLASS.match(name)
+    if match is None:
+        return None
     return 0 if match.group(1) == "-default" else int(match.group(1))
 
 
@@ -89,43 +118,57 @@ def _policy_map(block: Block, source: str, st: _State) -> None:
         for cls in block.children:
             if cls.words[0] != "class" or len(cls.words) < 2:
                 continue
+            if cls.words[-1] == "class-default":
+                continue  # everything no class above matched: the default group, not a DSCP list
             members = st.classes.get(cls.words[-1])
             if members is None:
                 raise cls.where(source).error(f"class {cls.words[-1]!r} is not defined by a class-map type qos")
             for action in cls.children:
                 if action.words[:2] == ["set", "qos-group"] and len(action.words) == 3:
                     group = parse_int(action.words[2], action.where(source), what="qos-group", lo=0, hi=7)
-                    dscp.update(dict.fromkeys(members[0], group))
+                    for d in members[0]:
+                        if d in dscp and dscp[d] != group:
+                            st.conflicts.setdefault(d, {dscp[d]}).add(group)
+                        dscp.setdefault(d, group)  # classes match in order: the first one wins
                     uses_dscp |= bool(members[0])
                     uses_cos |= bool(members[1])
         st.qos_policies[name] = (dscp, uses_dscp, uses_cos)
     elif kind == "network-qos":
         for cls in block.children:
-            if len(cls.words) < 4 or _NQ_CLASS.match(cls.words[-1]) is None:
+            nq = _nq_group(cls.words[-1], st) if cls.words[:1] == ["class"] else None
+            if nq is None:
                 continue
             for line in cls.children:
                 lw, lwhere = line.words, line.where(source)
                 if lw[0] == "mtu" and len(lw) == 2:
-                    st.nq_mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
+                    mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
+                    st.class_mtu[nq] = mtu
+                elif lw[:2] == ["pause", "no-drop"]:
+                    st.pfc_cos.add(nq)
                 elif lw[:2] == ["pause", "pfc-cos"] and len(lw) >= 3:
                     # NX-OS lists several classes of service separated by spaces: `pause pfc-cos 3 4`
                     st.pfc_cos.update(parse_priorities(",".join(lw[2:]), lwhere, what="pfc-cos"))
                 elif lw[:2] == ["pause", "buffer-size"] and len(lw) == 7:
                     size = parse_int(lw[2], lwhere, what="buffer-size", lo=0)
                     pause = parse_int(lw[4], lwhere, what="pause-threshold", lo=0, hi=size)
-                    st.headroom = Headroom(size - pause, parse_int(lw[6], lwhere, what="resume-threshold", lo=0), size)
+                    resume = parse_int(lw[6], lwhere, what="resume-threshold", lo=0)
+                    if resume > pause:
+                        raise lwhere.error(f"resume-threshold {resume} lies above pause-threshold {pause}")
+                    st.headroom = Headroom(size - pause, pause, size, hysteresis_bytes=pause - resume)
     elif kind == "queuing":
         q = st.queuing.setdefault(name, _Queuing())
         for cls in block.children:
             if cls.words[:3] != ["class", "type", "queuing"] or len(cls.words) != 4:
                 continue
-            queue = _queue(cls.words[3], cls.where(source))
+            queue = _queue(cls.words[3], cls.where(source), st)
             for line in cls.children:
                 lw, lwhere = line.words, line.where(source)
-                if lw[:2] == ["priority", "level"]:
+                if lw[:2] == ["priority", "level"] or lw == ["priority"]:
                     q.strict.add(queue)
                 elif lw[:3] == ["bandwidth", "remaining", "percent"] and len(lw) == 4:
                     q.weights[queue] = parse_int(lw[3], lwhere, what="bandwidth remaining percent", lo=0, hi=100)
+                elif lw[:2] == ["bandwidth", "percent"] and len(lw) == 3:
+                    q.weights[queue] = parse_int(lw[2], lwhere, what="bandwidth percent", lo=0, hi=100)
                 elif lw[0] == "random-detect" and "minimum-threshold" in lw:
                     prob = 100.0
                     if "drop-probability" in lw and lw.index("drop-probability") + 1 < len(lw):
@@ -150,6 +193,14 @@ def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[st
             elif lw[:2] == ["match", "cos"] and len(lw) == 3:
                 coses |= parse_priorities(lw[2], lwhere, what="cos")
         st.classes[w[-1]] = (dscps, coses)
+    elif w[:2] == ["class-map", "type"] and len(w) >= 4 and w[2] in ("queuing", "network-qos"):
+        for line in block.children:
+            lw = line.words
+            if lw[:2] == ["match", "qos-group"] and len(lw) == 3:
+                group = parse_int(lw[2], line.where(source), what="qos-group", lo=0, hi=7)
+                (st.queue_classes if w[2] == "queuing" else st.nq_classes)[w[-1]] = group
+    elif w[:4] == ["hardware", "profile", "pfc", "mmu"]:
+        st.notes.append(f"'{block.text}' sizes the shared PFC buffer; it is not checked per port")
     elif w[:2] == ["policy-map", "type"] and len(w) == 4:
         _policy_map(block, source, st)
     elif w[:2] == ["system", "qos"]:
@@ -201,6 +252,9 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             raise where.error(f"service-policy type queuing {policy!r} is not defined")
         return st.queuing[policy]
 
+    # The MTU that matters is the lossless system class's; without one, the default class's.
+    lossless_mtus = [m for g, m in st.class_mtu.items() if g in st.pfc_cos]
+    st.nq_mtu = min(lossless_mtus) if lossless_mtus else st.class_mtu.get(0, next(iter(st.class_mtu.values()), None))
     interval = st.wd_interval or 100.0
     timers = Watchdog(bool(st.wd_on), detection_ms=interval * (st.wd_shutdown or 1.0),
                       restoration_ms=interval * (st.wd_restore or 1.0), action="drop", polling_ms=interval)
@@ -213,9 +267,14 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         port_pfc: frozenset[int] | None = None
         wd: bool | None = None
         qos_policy = queue_policy = acl = None
+        routed: bool | None = None
         for line in block.children:
             lw, lwhere = line.words, line.where(source)
-            if lw[0] == "mtu" and len(lw) == 2:
+            if lw == ["no", "switchport"] or lw[:2] in (["ip", "address"], ["ipv6", "address"]):
+                routed = True
+            elif lw == ["switchport"] or lw[:2] == ["switchport", "mode"]:
+                routed = False
+            elif lw[0] == "mtu" and len(lw) == 2:
                 mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
             elif lw[:2] == ["priority-flow-control", "mode"] and len(lw) >= 3:
                 port_pfc = {"on": pfc, "off": frozenset()}.get(lw[2])
@@ -233,6 +292,7 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
             ports.append(PortQos(
                 name=name, mtu=mtu, pfc_priorities=port_pfc, trust=trust, dscp_to_priority=dscp,
                 ecn=dict(q.ecn) if q else None, strict_queues=frozenset(q.strict) if q else None,
+                queue_weights=dict(q.weights) if q else None, routed=routed,
                 watchdog=None if wd is None else Watchdog(wd, timers.detection_ms, timers.restoration_ms,
                                                           timers.action, timers.polling_ms),
                 acl_in=acl,
@@ -241,10 +301,13 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=system_dscp or {}, priority_to_queue=dict(st.cos_to_queue), pfc_priorities=pfc,
         trust=system_trust, mtu=st.nq_mtu,
-        ecn=dict(system_q.ecn) if system_q else {},
+        ecn=dict(system_q.ecn) if system_q else None,
         strict_queues=frozenset(system_q.strict) if system_q else None,
         queue_weights=dict(system_q.weights) if system_q else {},
         watchdog=timers if st.wd_on is not None else None,
         headroom=dict.fromkeys(st.pfc_cos, st.headroom) if st.headroom else {},
         ports=tuple(ports),
+        dscp_conflicts={d: frozenset(g) for d, g in st.conflicts.items()},
+        complete=st.hostname is not None and bool(iface_blocks),
+        notes=tuple(st.notes),
     )

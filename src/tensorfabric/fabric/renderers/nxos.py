@@ -87,8 +87,10 @@ def render(plan: SwitchPlan) -> str:
         out += [f"  class type network-qos c-8q-nq{prio}", f"    mtu {plan.mtu}", f"    pause pfc-cos {prio}"]
         if rooms:
             room = max(rooms, key=lambda r: r.size_bytes)
-            out.append(f"    pause buffer-size {room.size_bytes} pause-threshold {room.size_bytes - room.xoff_bytes} "
-                       f"resume-threshold {room.xon_bytes}")
+            pause = room.size_bytes - room.xoff_bytes
+            # Resume one frame below the pause point: equal thresholds would toggle PFC on every frame.
+            resume = pause - min(pause // 2, plan.mtu)
+            out.append(f"    pause buffer-size {room.size_bytes} pause-threshold {pause} resume-threshold {resume}")
     out += ["  class type network-qos c-8q-nq-default", f"    mtu {plan.mtu}", "!"]
 
     queuing: dict[EcnProfile, str] = {}

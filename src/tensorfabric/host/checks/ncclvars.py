@@ -14,7 +14,7 @@ _LEVELS = ("LOC", *DISTANCES)
 _LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # NCCL's levelsOldToNew (src/graph/paths.cc)
 
 
-def _split_list(value: str) -> tuple[bool, bool, list[str]]:
+def split_nccl_list(value: str) -> tuple[bool, bool, list[str]]:
     """NCCL's list syntax: leading ``^`` excludes, then ``=`` means exact names instead of prefixes."""
     text = value.strip()
     exclude = text.startswith("^")
@@ -30,7 +30,7 @@ def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
     devices = [d.name for d in ctx.inventory.rdma_devices]
     if raw is None or not devices:
         return
-    exclude, exact, names = _split_list(raw)
+    exclude, exact, names = split_nccl_list(raw)
     for name in names:
         matched = [d for d in devices if (d == name if exact else d.startswith(name))]
         if not matched:
@@ -100,7 +100,7 @@ def socket_ifname(ctx: DoctorContext) -> Iterator[Finding]:
         raw = ctx.environ.get(var)
         if raw is None:
             continue
-        exclude, exact, names = _split_list(raw)
+        exclude, exact, names = split_nccl_list(raw)
         exact = exact or var == "GLOO_SOCKET_IFNAME"  # Gloo takes exact names only
         missing = [n for n in names if not any(d == n if exact else d.startswith(n) for d in netdevs)]
         if missing and not exclude:

@@ -1,0 +1,77 @@
+"""The RoCEv2 lossless recipe in one place: the numbers fabric, host, telemetry and sim all default to.
+
+Facts and their sources are in ``shared/reference/lossless-config.md``: NVIDIA, AMD/Broadcom and Cisco mark RoCE
+data DSCP 26 (AF31) on priority 3 with PFC, CNPs DSCP 48 on a strict priority (6 on ConnectX and Spectrum);
+``NCCL_IB_TC`` is the IP traffic-class byte, DSCP << 2 plus the ECN bits (106 = 26 << 2 | ECT(0)); NICs and
+Spectrum switches map DSCP to priority as ``DSCP >> 3`` by default. The pause-quanta table is the peer response
+time per link speed that SONiC uses (IEEE 802.3 Annex 31B), in 512-bit quanta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "CNP_DSCP",
+    "CNP_PRIORITY",
+    "ECT0",
+    "LOSSLESS_PRIORITY",
+    "PAUSE_QUANTA",
+    "PAUSE_QUANTUM_BITS",
+    "ROCE_DSCP",
+    "ROCE_UDP_PORT",
+    "TRAFFIC_CLASS",
+    "default_priority",
+    "dscp_of_traffic_class",
+    "pause_quanta",
+    "traffic_class",
+]
+
+ROCE_DSCP = 26
+"""DSCP of RoCE data (AF31)."""
+CNP_DSCP = 48
+"""DSCP of congestion notification packets (CS6); the NIC firmware default ``CNP_DSCP_P1``."""
+LOSSLESS_PRIORITY = 3
+"""The PFC priority RoCE rides: 26 >> 3."""
+CNP_PRIORITY = 6
+"""The strict priority CNPs ride on ConnectX/Spectrum (``CNP_802P_PRIO_P1``); Broadcom Thor2 uses 7."""
+ROCE_UDP_PORT = 4791
+ECT0 = 2
+"""ECN codepoint ECT(0) in the low two bits of the traffic-class byte."""
+PAUSE_QUANTUM_BITS = 512
+
+PAUSE_QUANTA: Mapping[int, int] = {
+    0: 1, 1: 2, 10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905, 800: 905,
+}
+"""Peer response time in pause quanta by link speed in Gb/s (0 stands for 100 Mb/s)."""
+
+
+def traffic_class(dscp: int = ROCE_DSCP, ecn: int = ECT0) -> int:
+    """The IP ToS / traffic-class byte (``NCCL_IB_TC``) for ``dscp`` with ECN bits ``ecn``."""
+    if not 0 <= dscp <= 63 or not 0 <= ecn <= 3:
+        raise ValueError(f"DSCP {dscp} must be 0..63 and ECN bits {ecn} 0..3")
+    return dscp << 2 | ecn
+
+
+TRAFFIC_CLASS = traffic_class()
+"""106: what doRoCE writes as ``NCCL_IB_TC``."""
+
+
+def dscp_of_traffic_class(tclass: int) -> int:
+    """The DSCP a traffic-class byte carries (mlx5 programs ``traffic_class >> 2``)."""
+    if not 0 <= tclass <= 255:
+        raise ValueError(f"traffic class {tclass} must be 0..255")
+    return tclass >> 2
+
+
+def default_priority(dscp: int) -> int:
+    """The priority ConnectX, Spectrum and Intel E800 give ``dscp`` without an explicit map."""
+    return dscp >> 3
+
+
+def pause_quanta(speed_bps: float) -> int | None:
+    """Pause quanta of the peer response at ``speed_bps``, or ``None`` for a speed the table lacks."""
+    gbps = 0 if speed_bps == 100e6 else round(speed_bps / 1e9)
+    if gbps * 1e9 != speed_bps and speed_bps != 100e6:
+        return None
+    return PAUSE_QUANTA.get(gbps)
