@@ -31,10 +31,11 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
-from tensorfabric.transfer import nccl
+from tensorfabric.transfer import nccl, nixl_ops
 from tensorfabric.transfer.failures import to_transfer_error
 from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
@@ -43,10 +44,18 @@ if TYPE_CHECKING:
     import torch
 
     from tensorfabric.transfer.codecs import BlockCodec
+    from tensorfabric.transfer.nixl_engine import NixlEngine
 
-__all__ = ["BACKENDS", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
+__all__ = ["BACKENDS", "ENGINES", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
 
 BACKENDS = ("auto", "gloo", "nccl")
+ENGINES = ("auto", "torch", "nixl")
+NIXL_MAX_BYTES = 2**20
+"""Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
+Measured on two local ranks (benchmarks/small_message_latency.py, docs/transfer.md): NIXL's all_reduce is 9-25x
+faster than Gloo's from 1 KiB to 64 KiB and still 3x at 1 MiB; above that the per-peer receive slots
+(``slots x this``, registered up front) would cost more memory than the remaining gain is worth, and Gloo's
+ring moves big tensors at the wire's bandwidth."""
 REDUCE_OPS = ("sum", "avg", "max", "min", "product")
 PAIR_SUM_BYTES = 64 * 2**10
 """Two-rank Gloo sums up to this size run as one all_gather plus a local add instead of Gloo's ring (a
@@ -79,7 +88,7 @@ class Group:
     """A set of ranks that run collectives together (see the module docstring for the rank table)."""
 
     def __init__(self, *, name: str, backend: str, transport: str, pg: Any, table: Sequence[RankEntry],
-                 global_rank: int, timeout_s: float) -> None:
+                 global_rank: int, timeout_s: float, nixl: NixlEngine | None = None) -> None:
         self.name = name
         self.backend = backend
         self.transport = transport
@@ -92,10 +101,17 @@ class Group:
         self.timeout_s = timeout_s
         self.stats = GroupStats()
         self._host = self.table[self.rank].host
+        self.nixl = nixl
+        """The NIXL engine small tensors take (see NIXL_MAX_BYTES), or None: everything through torch."""
+
+    @property
+    def engine(self) -> str:
+        """``nixl`` when small tensors go through NIXL, else ``torch``."""
+        return "torch" if self.nixl is None else "nixl"
 
     def __repr__(self) -> str:
         return (f"Group(name={self.name!r}, rank={self.rank}, size={self.size}, backend={self.backend!r}, "
-                f"transport={self.transport!r})")
+                f"engine={self.engine!r}, transport={self.transport!r})")
 
     # -- plumbing ------------------------------------------------------------------------------------------
     def _error(self, exc: BaseException, op: str, peer: int | None = None) -> TransferError:
@@ -133,6 +149,18 @@ class Group:
         self.stats.record(op, codec, nbytes, nbytes if wire is None else wire, seconds)
         return Handle([], lambda: value) if async_op else value
 
+    def _via_nixl(self, op: str, nbytes: int, call: Callable[[NixlEngine], None], value: Any,
+                  async_op: bool) -> Any:
+        """Run a NIXL collective now (they complete synchronously) and record its time and its waiting."""
+        engine = self.nixl
+        assert engine is not None
+        t0 = time.perf_counter()
+        waited = engine.wait_s
+        call(engine)
+        self.stats.record(op, "none", nbytes, nbytes, time.perf_counter() - t0)
+        self.stats.record_wait(op, engine.wait_s - waited)
+        return Handle([], lambda: value) if async_op else value
+
     def _check_peer(self, peer: int, what: str) -> int:
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < self.size or peer == self.rank:
             raise InputError(f"{what}: {peer!r} must be a rank in group {self.name!r} other than this one "
@@ -160,6 +188,8 @@ class Group:
             return self._done("all_reduce", _nbytes(t), t, async_op, codec.name, wire, t0)
         if self.pg is None:
             return self._done("all_reduce", _nbytes(t), t, async_op)
+        if op in nixl_ops.REDUCE_OPS and t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("all_reduce", _nbytes(t), lambda e: nixl_ops.all_reduce(e, t, op), t, async_op)
         if self._use_pair_sum(t, op):
             return self._gather_sum(t, async_op)
         return self._run("all_reduce", _nbytes(t), lambda: dist.all_reduce(t, rop, self.pg, async_op=True),
@@ -204,6 +234,9 @@ class Group:
         if self.pg is None:
             out.copy_(src)
             return self._done("all_gather", _nbytes(out), out, async_op)
+        if nixl_ops.routable(self.nixl, src, _nbytes(src)):
+            return self._via_nixl("all_gather", _nbytes(out), lambda e: nixl_ops.all_gather(e, src, out), out,
+                                  async_op)
         return self._run("all_gather", _nbytes(out),
                          lambda: dist.all_gather_single(out, src, self.pg, async_op=True), lambda: out, async_op)
 
@@ -231,6 +264,8 @@ class Group:
             raise InputError(f"broadcast src: {src!r} must be a rank in group {self.name!r} (0..{self.size - 1})")
         if self.pg is None:
             return self._done("broadcast", _nbytes(t), t, async_op)
+        if t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("broadcast", _nbytes(t), lambda e: nixl_ops.broadcast(e, t, src), t, async_op)
         root = self.ranks[src]
         return self._run("broadcast", _nbytes(t), lambda: dist.broadcast(t, root, self.pg, async_op=True),
                          lambda: t, async_op, peer=src if src != self.rank else None)
@@ -255,6 +290,9 @@ class Group:
         import torch.distributed as dist
 
         peer = self._check_peer(dst, "send dst")
+        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            src = t.contiguous()
+            return self._via_nixl("send", _nbytes(t), lambda e: nixl_ops.send(e, src, dst), None, async_op)
         return self._run("send", _nbytes(t), lambda: dist.isend(t.contiguous(), peer, self.pg), lambda: None,
                          async_op, peer=dst)
 
@@ -265,6 +303,8 @@ class Group:
         peer = self._check_peer(src, "recv src")
         if not t.is_contiguous():
             raise InputError(f"recv: the buffer of shape {tuple(t.shape)} must be contiguous (use .contiguous())")
+        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("recv", _nbytes(t), lambda e: nixl_ops.recv(e, t, src), t, async_op)
         return self._run("recv", _nbytes(t), lambda: dist.irecv(t, peer, self.pg), lambda: t, async_op, peer=src)
 
     def batch_send_recv(self, ops: Sequence[SendRecv], async_op: bool = False) -> Any:
@@ -273,16 +313,27 @@ class Group:
 
         if not ops:
             return self._done("batch_send_recv", 0, None, async_op)
-        p2p = []
+        p2p, small = [], []
         for item in ops:
             fn = {"send": dist.isend, "recv": dist.irecv}.get(item.kind)
             if fn is None:
                 raise InputError(f"batch_send_recv kind: {item.kind!r} is not one of send, recv")
-            p2p.append(dist.P2POp(fn, item.tensor, self._check_peer(item.peer, f"{item.kind} peer"), self.pg))
+            peer_global = self._check_peer(item.peer, f"{item.kind} peer")
+            # Each item is routed by its own size, as its partner routes the matching item.
+            if item.tensor.is_contiguous() and nixl_ops.routable(self.nixl, item.tensor, _nbytes(item.tensor)):
+                small.append(item)
+            else:
+                p2p.append(dist.P2POp(fn, item.tensor, peer_global, self.pg))
         nbytes = sum(_nbytes(item.tensor) for item in ops)
         peer = ops[0].peer if len({o.peer for o in ops}) == 1 else None
-        return self._run("batch_send_recv", nbytes, lambda: dist.batch_isend_irecv(p2p), lambda: None, async_op,
-                         peer=peer)
+        if not p2p:
+            return self._via_nixl("batch_send_recv", nbytes, lambda e: _nixl_batch(e, small), None, async_op)
+        handle = self._run("batch_send_recv", nbytes if not small else nbytes - sum(_nbytes(i.tensor) for i in small),
+                           lambda: dist.batch_isend_irecv(p2p), lambda: None, True, peer=peer)
+        if small:
+            self._via_nixl("batch_send_recv", sum(_nbytes(i.tensor) for i in small),
+                           lambda e: _nixl_batch(e, small), None, False)
+        return handle if async_op else handle.wait()
 
     def barrier(self) -> None:
         import torch.distributed as dist
@@ -341,13 +392,21 @@ class Group:
             except RuntimeError as exc:
                 raise self._error(exc, "new_group") from exc
         transport = self.transport if pg is not None else "local"
+        engine = None
+        if self.nixl is not None and pg is not None:
+            engine = _open_nixl(pg, table, table[[e.global_rank for e in table].index(self.global_rank)].group_rank,
+                                name, self.timeout_s, self.nixl.max_bytes, self.nixl.log_path)
+            transport = _nixl_transport(engine, self.transport.split("+")[-1], "any")
         return Group(name=name, backend=self.backend, transport=transport, pg=pg, table=table,
-                     global_rank=self.global_rank, timeout_s=self.timeout_s)
+                     global_rank=self.global_rank, timeout_s=self.timeout_s, nixl=engine)
 
     def destroy(self) -> None:
         """Tear the process group down (the world group also ends torch.distributed)."""
         import torch.distributed as dist
 
+        if self.nixl is not None:
+            self.nixl.close()
+            self.nixl = None
         if self.pg is None or not dist.is_initialized():
             return
         if self.pg is dist.group.WORLD:
@@ -355,6 +414,17 @@ class Group:
         else:
             dist.destroy_process_group(self.pg)
         self.pg = None
+
+
+def _nixl_batch(engine: NixlEngine, items: Sequence[SendRecv]) -> None:
+    # Every send first: a send only waits for credit, which a peer blocked on our data has already returned.
+    for item in items:
+        if item.kind == "send":
+            engine.put(item.peer, item.tensor, "batch_send_recv")
+    for item in items:
+        if item.kind == "recv":
+            nixl_ops.recv(engine, item.tensor, item.peer, "batch_send_recv")
+    engine.finish("batch_send_recv")
 
 
 def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
@@ -367,8 +437,54 @@ def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
         raise InputError(f"environment {key}={raw!r} must be an integer such as 0") from None
 
 
+def _open_nixl(pg: Any, table: Sequence[RankEntry], rank: int, name: str, timeout_s: float, max_bytes: int,
+               log_path: str | None) -> NixlEngine:
+    import torch.distributed as dist
+
+    from tensorfabric.transfer.nixl_engine import open_engine
+
+    def exchange(obj: Any) -> list[Any]:
+        out: list[Any] = [None] * len(table)
+        try:
+            dist.all_gather_object(out, obj, group=pg)
+        except RuntimeError as exc:
+            raise TransferError(f"exchanging NIXL metadata failed: {exc}", op="init", group=name) from exc
+        return out
+
+    return open_engine(exchange, rank=rank, size=len(table), table=table, host=table[rank].host, group=name,
+                       timeout_s=timeout_s, slot_bytes=max_bytes, log_path=log_path)
+
+
+def _nixl_transport(engine: NixlEngine, torch_transport: str, require_transport: str) -> str:
+    """``nixl/<kind>(lanes)+<torch transport>``, enforcing ``require_transport`` on what UCX reports."""
+    found = engine.transport()
+    if require_transport == "rdma" and not found.rdma:
+        why = "UCX's log was not captured (UCX_LOG_LEVEL/UCX_LOG_FILE set by the user)" if not engine.log_path \
+            else f"UCX chose {found.label()}"
+        raise TransferError(f"--require-rdma: NIXL is not on RDMA: {why}; small tensors would cross "
+                            "shared memory or TCP. On a RoCE host check `tensorfabric doctor` and UCX_TLS/"
+                            "UCX_NET_DEVICES", op="init", group=engine.group)
+    return f"{found.label()}+{torch_transport}"
+
+
+def _want_nixl(engine: str, chosen: str, world: int) -> bool:
+    from tensorfabric.transfer.nixl_engine import available
+
+    if engine not in ENGINES:
+        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    if engine == "torch" or world <= 1:
+        return False
+    if engine == "nixl":
+        if not available():
+            raise InputError("engine 'nixl' needs the NIXL wheel: pip install 'tensorfabric[nixl]' (nixl-cu12)")
+        return True
+    # auto: NIXL carries host-memory tensors; with NCCL the tensors live on the GPU.
+    return chosen == "gloo" and available()
+
+
 def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str, str] | None = None,
-         nccl_env: Mapping[str, str] | None = None, require_transport: str = "warn", name: str = "world") -> Group:
+         nccl_env: Mapping[str, str] | None = None, require_transport: str = "warn", name: str = "world",
+         engine: str = "auto", nixl_max_bytes: int = NIXL_MAX_BYTES) -> Group:
     """Create (or adopt) the world process group from torchrun's env:// variables.
 
     ``backend``: auto (nccl when CUDA is available, else gloo), gloo or nccl. ``timeout_s`` bounds rendezvous
@@ -376,6 +492,12 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
     user settings; ``require_transport`` decides what a non-RDMA NCCL transport does: ``warn`` (log),
     ``rdma`` (raise TransferError) or ``any`` (accept silently). Gloo runs report ``gloo/tcp``; a world of one
     reports ``local`` and creates no process group.
+
+    ``engine``: ``torch`` (every tensor through torch.distributed), ``nixl`` (CPU tensors up to
+    ``nixl_max_bytes`` through the NIXL engine, larger ones through torch; InputError when NIXL is not
+    installed) or ``auto`` (nixl when installed and the backend is gloo). With NIXL the transport reads
+    ``nixl/<shm|tcp|rdma>(lanes UCX chose)+gloo/tcp`` and ``require_transport="rdma"`` refuses anything but
+    RDMA lanes.
     """
     import torch
     import torch.distributed as dist
@@ -389,6 +511,8 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
     if not timeout_s > 0:
         raise InputError(f"timeout_s: {timeout_s!r} must be a positive number of seconds such as 60")
     chosen = backend if backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    if engine not in ENGINES:
+        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     rank = _int_env(env, "RANK", 0)
     world = _int_env(env, "WORLD_SIZE", 1)
     local_rank = _int_env(env, "LOCAL_RANK", rank)
@@ -397,6 +521,7 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         table = [RankEntry(0, local_rank, 0, host, pid)]
         return Group(name=name, backend=chosen, transport="local", pg=None, table=table, global_rank=0,
                      timeout_s=timeout_s)
+    use_nixl = _want_nixl(engine, chosen, world)  # before the rendezvous: bad input fails every rank at once
     capture = None
     if chosen == "nccl":
         # NCCL reads the real process environment, so the hook writes there whatever ``environ`` was read from.
@@ -425,5 +550,20 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         dist.all_reduce(probe)
         torch.cuda.synchronize()
         transport = nccl.verify(capture.read(), require_transport, group=name)
+    nixl = None
+    if use_nixl:
+        if not 0 < nixl_max_bytes <= 64 * 2**20:
+            raise InputError(f"nixl_max_bytes: {nixl_max_bytes!r} must be between 1 and 64 MiB")
+        from tensorfabric.transfer.nixl_engine import prepare_ucx_env
+
+        log_path = None
+        if "UCX_LOG_LEVEL" not in os.environ and "UCX_LOG_FILE" not in os.environ:
+            import tempfile
+
+            log_path = str(Path(tempfile.mkdtemp(prefix="tf-ucx-")) / "ucx.%p.log")
+        # UCX reads the real process environment, as NCCL does (see nixl_engine.prepare_ucx_env).
+        prepare_ucx_env(os.environ, log_path)
+        nixl = _open_nixl(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes, log_path)
+        transport = _nixl_transport(nixl, transport, require_transport)
     return Group(name=name, backend=chosen, transport=transport, pg=dist.group.WORLD, table=table,
-                 global_rank=rank, timeout_s=timeout_s)
+                 global_rank=rank, timeout_s=timeout_s, nixl=nixl)
