@@ -9,7 +9,6 @@ import pytest
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import SpawnError, free_port, spawn, under_torchrun
 from tensorfabric.transfer.launch import torchrun_env
-
 from tensorfabric.transfer.nixl_engine import available
 
 from . import _transfer_light as light

@@ -21,17 +21,28 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", 
 CODECS = ("int8", "int4", "fp8")
 
 
-def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> Any:
-    """Body of one rank (module level so ``spawn`` can pickle it)."""
-    from tensorfabric.transfer.bench import BenchConfig, run_bench, sizes
+def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float, engine: str = "auto",
+              require: str = "warn", stream: bool = False) -> Any:
+    """Body of one rank (module level so ``spawn`` can pickle it). With ``stream`` rank 0 prints the header
+    and each row as it is measured (an interrupted sweep keeps its rows); the caller prints the footer."""
+    from tensorfabric.transfer.bench import BenchConfig, BenchResult, run_bench, sizes
     from tensorfabric.transfer.group import init
 
-    group = init(timeout_s=timeout_s)
+    group = init(timeout_s=timeout_s, engine=engine, require_transport=require)
     try:
         if group.rank == 0:
+            on_row = None
+            if stream:
+                bare = BenchResult(config.op, group.size, group.backend, config.dtype, config.codec,
+                                   transport=group.transport, engine=group.engine)
+                click.echo("\n".join(_header(bare, config)))
+
+                def on_row(row: Any) -> None:
+                    click.echo(_row_line(row))
+                    sys.stdout.flush()
             steps = len(sizes(config.min_bytes, config.max_bytes, config.factor))
             with progress(f"{config.op} x{group.size}", steps, enabled=show_progress) as advance:
-                return run_bench(group, config, advance)
+                return run_bench(group, config, advance, on_row)
         assert isinstance(config, BenchConfig)
         run_bench(group, config)
         return None
@@ -42,7 +53,7 @@ def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> 
 def _header(result: Any, config: Any) -> list[str]:
     lines = [
         f"# tensorfabric bench: {result.op}  nranks {result.nranks}  backend {result.backend}"
-        + (f"  transport {result.transport}" if result.transport else "")
+        f"  engine {result.engine}" + (f"  transport {result.transport}" if result.transport else "")
         + f"  dtype {result.dtype}  codec {result.codec}",
     ]
     if config is not None:
@@ -61,17 +72,21 @@ def _header(result: Any, config: Any) -> list[str]:
     return lines
 
 
+def _row_line(r: Any) -> str:
+    line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
+            f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
+    if r.wire_bytes is not None:
+        line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
+    return line
+
+
+def _footer(result: Any) -> list[str]:
+    return [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
+            f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
+
+
 def format_table(result: Any, config: Any = None) -> str:
-    lines = _header(result, config)
-    for r in result.rows:
-        line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
-                f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
-        if r.wire_bytes is not None:
-            line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
-        lines.append(line)
-    lines += [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
-              f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
-    return "\n".join(lines)
+    return "\n".join([*_header(result, config), *(_row_line(r) for r in result.rows), *_footer(result)])
 
 
 def _plot(path: str, results: list[Any]) -> None:
@@ -96,15 +111,37 @@ def _plot(path: str, results: list[Any]) -> None:
     atomic_write_figure(path, fig, dpi=110, bbox_inches="tight")
 
 
-def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
+def _sweep(config: Any, nproc: int, timeout_s: float, engine: str = "auto", require: str = "warn",
+           stream: bool = False) -> Any:
+    from tensorfabric.transfer.bench import rank_bytes
     from tensorfabric.transfer.launch import spawn, under_torchrun
 
     show = sys.stderr.isatty() and sys.stdout.isatty()
+    args = (config, show, timeout_s, engine, require, stream)
     if under_torchrun(os.environ):
-        return _run_rank(int(os.environ["RANK"]), config, show, timeout_s)
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+        _check_memory(rank_bytes(config, int(os.environ["WORLD_SIZE"])), local, config)
+        return _run_rank(int(os.environ["RANK"]), *args)
+    _check_memory(rank_bytes(config, nproc), nproc, config)
     if nproc == 1:
-        return _run_rank(0, config, show, timeout_s)
-    return spawn(_run_rank, nproc, args=(config, show, timeout_s), timeout_s=timeout_s * 4 + 60)[0]
+        return _run_rank(0, *args)
+    return spawn(_run_rank, nproc, args=args, timeout_s=timeout_s * 4 + 60)[0]
+
+
+def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "/proc/meminfo") -> None:
+    """InputError before any rank starts when the sweep cannot fit in this host's available memory."""
+    from tensorfabric.units import format_size
+
+    try:
+        with open(meminfo) as handle:
+            fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        available = int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return  # not Linux, or an unreadable meminfo: nothing to check against
+    if per_rank * local_ranks > available:
+        raise InputError(f"--max {config.max_bytes}: {config.op} needs about {format_size(per_rank)} per rank, "
+                         f"{format_size(per_rank * local_ranks)} for {local_ranks} rank(s) on this host, but only "
+                         f"{format_size(available)} is available; lower --max")
 
 
 @click.command(name="bench", context_settings={"help_option_names": ["-h", "--help"]})
@@ -124,12 +161,17 @@ def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
               help="Run one rank per host of a network-namespace lab, e.g. 2x1gbit (needs root).")
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
               help="Seconds any collective may take before it fails.")
+@click.option("--engine", type=click.Choice(["auto", "torch", "nixl"]), default="auto", show_default=True,
+              help="nixl: tensors up to 1 MiB through NIXL/UCX one-sided writes; torch: all through "
+                   "torch.distributed; auto: nixl when installed.")
+@click.option("--require-rdma", is_flag=True,
+              help="Fail unless the transport UCX/NCCL reports is RDMA (no silent shm/TCP fallback).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write busbw vs size to FILE.png.")
 @click.pass_context
 def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int,
         dtype: str, codec: str | None, block: int, nproc: int, lab_spec: str | None, timeout_s: float,
-        as_json: bool, plot: str | None) -> int:
+        engine: str, require_rdma: bool, as_json: bool, plot: str | None) -> int:
     """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
     from tensorfabric.transfer.bench import BenchConfig
 
@@ -140,10 +182,13 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
     results: list[Any] = []
+    require = "rdma" if require_rdma else "warn"
+    streamed = False
     if lab_spec is not None:
         result = _lab_sweep(lab_spec, _argv_from_params(ctx), timeout_s)
     else:
-        result = _sweep(config, nproc, timeout_s)
+        streamed = not as_json
+        result = _sweep(config, nproc, timeout_s, engine, require, stream=streamed)
         if result is None:  # a non-zero rank under torchrun: rank 0 reports
             return 0
     results.append(result)
@@ -157,10 +202,12 @@ def cli(ctx: click.Context, op: str, min_bytes: int, max_bytes: int, factor: int
                 argv = [a for a in _argv_from_params(ctx) if a not in ("--codec", config.codec)]
                 results.append(_lab_sweep(lab_spec, argv, timeout_s))
             else:
-                results.append(_sweep(baseline, nproc, timeout_s))
+                results.append(_sweep(baseline, nproc, timeout_s, engine, require))
         _plot(plot, results)
     if as_json:
         emit_json(result.to_dict())
+    elif streamed:
+        click.echo("\n".join(_footer(result)))
     else:
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0
@@ -183,7 +230,9 @@ def _argv_from_params(ctx: click.Context) -> list[str]:
     p = ctx.params
     argv = ["--op", p["op"], "--min", str(p["min_bytes"]), "--max", str(p["max_bytes"]), "--factor",
             str(p["factor"]), "--warmup", str(p["warmup"]), "--iters", str(p["iters"]), "--dtype", p["dtype"],
-            "--block", str(p["block"]), "--timeout", str(p["timeout_s"])]
+            "--block", str(p["block"]), "--timeout", str(p["timeout_s"]), "--engine", p["engine"]]
+    if p["require_rdma"]:
+        argv.append("--require-rdma")
     if p["codec"]:
         argv += ["--codec", p["codec"]]
     return argv
