@@ -89,6 +89,7 @@ def _lab_argv(cfg: RunConfig, as_json: bool, logits_path: Path | None) -> list[s
         argv.append("--ignore-eos")
     if logits_path is not None:
         argv += ["--save-logits", str(logits_path)]
+    argv += ["--engine", cfg.engine] + (["--require-rdma"] if cfg.require_rdma else [])
     if as_json:
         argv.append("--json")
     return argv
@@ -149,11 +150,15 @@ def _render(report: dict[str, Any]) -> None:
               help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
 @click.option("--warmup/--no-warmup", default=True, show_default=True,
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
+@click.option("--engine", type=click.Choice(["auto", "torch", "nixl"]), default="auto", show_default=True,
+              help="Small tensors through NIXL/UCX (nixl), all through torch.distributed (torch), or nixl when "
+                   "installed (auto).")
+@click.option("--require-rdma", is_flag=True, help="Fail unless UCX/NCCL report an RDMA transport.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str, codec_decode: bool, dtype: str,
         microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, warmup: bool,
-        as_json: bool) -> int:
+        engine: str, require_rdma: bool, as_json: bool) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.errors import InputError
     from tensorfabric.inference.report import summarize
@@ -170,7 +175,8 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
-                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup)
+                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup,
+                    engine=engine, require_rdma=require_rdma)
     if lab_spec is not None and not under_torchrun(environ):
         from tensorfabric.lab.launch import run_distributed
         from tensorfabric.lab.spec import parse_short_spec
