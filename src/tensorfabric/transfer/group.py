@@ -545,6 +545,9 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         raise TransferError(f"exchanging the rank table failed: {exc}", op="init", group=name) from exc
     table = [RankEntry(r, int(lr), r, str(h), int(p)) for r, (h, lr, p) in enumerate(infos)]
     transport = "gloo/tcp" if chosen == "gloo" else "nccl/unknown"
+    if chosen == "gloo" and require_transport == "rdma" and not use_nixl:
+        raise TransferError("--require-rdma: the torch engine on Gloo moves every tensor over TCP (gloo/tcp); "
+                            "use the nixl engine on a RoCE host (or NCCL on GPUs)", op="init", group=name)
     if capture is not None:
         probe = torch.ones(1, device="cuda")
         dist.all_reduce(probe)

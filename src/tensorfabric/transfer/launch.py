@@ -56,6 +56,15 @@ class SpawnError(TransferError):
         first = min(self.failures) if self.failures else None
         super().__init__(f"{message}\n{detail}" if detail else message, op="spawn", peer=first)
 
+    def root_cause(self) -> str | None:
+        """The exception line of the lowest rank that raised (``TransferError: ...``), or None when no
+        rank raised (they died or hung). What a CLI shows in one line."""
+        for text in self.failures.values():
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            if lines and text.startswith("Traceback"):
+                return lines[-1].strip()
+        return None
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free on ``host`` a moment ago (the OS picks it; a small race is inherent)."""

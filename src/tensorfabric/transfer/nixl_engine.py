@@ -22,6 +22,15 @@ Shape of one engine (one per :class:`~tensorfabric.transfer.group.Group` of two 
 Notification format (bytes): ``D<seq>,<nbytes>,<acked>`` after a WRITE into slot ``seq % slots``;
 ``A<acked>`` credit only. ``acked`` counts the messages of the notified peer this rank has consumed.
 
+Why data never rides inside a notification, although over TCP that would be one one-way trip instead of
+three (a WRITE completes only after the target's acknowledgement, and NIXL sends its notification after
+that; measured in the 2x1gbit lab at 4 KiB: 45 µs inline vs 226 µs): a standalone notification
+(``genNotif``) leaves this process only while the sender keeps progressing its worker. A broadcast root or a
+sender that returns to compute (or to a Gloo barrier) would hold its peer until its next NIXL call - a
+deadlock before a torch collective. A WRITE's own notification is delivered without that (tested with a
+root that sleeps after posting, over shared memory and over the lab's TCP). Standalone credit
+notifications are only sent by a rank about to block, which keeps polling by definition.
+
 Failure: every wait is bounded by ``timeout_s``; a peer on this host whose process is gone is noticed within
 ``_LIVENESS_S`` and named; UCX errors on a transfer become TransferError. The backend runs with
 ``ucx_error_handling_mode=none`` by default: it lets UCX use shared-memory lanes between local ranks (the
@@ -56,12 +65,6 @@ DEFAULT_SLOTS = 8
 """Messages in flight per peer before a sender waits for credit: four collectives of recursive doubling or
 eight pipelined sends without a round trip."""
 ERROR_MODES = ("none", "peer")
-INLINE_BYTES = 16 * 2**10
-"""Messages up to this size travel inside the notification itself instead of a WRITE + notification. Over TCP
-a WRITE completes only after the target acknowledges it, and NIXL sends the notification after that, so a
-write-then-notify costs three one-way trips; inline it is one. Measured in the 2x1gbit lab (all_reduce, two
-ranks, medians): 4 KiB 45 µs inline vs 226 µs as a write, 16 KiB 128 vs 236, but 64 KiB 1113 vs 539 (UCX
-fragments a large active message), hence 16 KiB."""
 _SPIN_S = 200e-6
 """Busy-poll this long before sleeping between polls: data from a peer that is already in the collective
 arrives within tens of microseconds; a longer wait is a slow peer (a pipeline stage computing), and
@@ -114,8 +117,6 @@ class NixlEngine:
         self._taken = [0] * size      # messages consumed from each peer
         self._acked = [0] * size      # of those, how many we have told the peer about
         self._arrived: list[dict[int, int]] = [{} for _ in range(size)]  # peer -> seq -> nbytes
-        self._inline: list[dict[int, bytearray]] = [{} for _ in range(size)]  # peer -> seq -> payload
-        self.inline_bytes = INLINE_BYTES
         self._dlists: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._handles: dict[tuple[int, int, int], Any] = {}
         self._inflight: list[tuple[int, Any]] = []
@@ -132,15 +133,6 @@ class NixlEngine:
         seq = self._sent[peer]
         if seq - self._credit[peer] >= self.slots:
             self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
-        if n <= self.inline_bytes:
-            self._acked[peer] = self._taken[peer]
-            try:
-                self.agent.send_notif(self._peers[peer], b"I%d,%d," % (seq, self._taken[peer])
-                                      + src.numpy().tobytes())
-            except Exception as exc:  # noqa: BLE001
-                raise self._fail(op, peer, f"sending a notification failed: {exc}") from exc
-            self._sent[peer] = seq + 1
-            return
         slot = seq % self.slots
         base = (peer * self.slots + slot) * self.max_bytes
         self._send[base:base + n].copy_(src)
@@ -166,8 +158,6 @@ class NixlEngine:
             if seq not in self._arrived[peer]:
                 self._block(lambda: seq in self._arrived[peer], op, peer)
         n = self._arrived[peer].pop(seq)
-        if n < 0:
-            return torch_frombuffer(self._inline[peer].pop(seq))
         base = (peer * self.slots + seq % self.slots) * self.max_bytes
         return self._recv[base:base + n]
 
@@ -179,6 +169,7 @@ class NixlEngine:
         while self._inflight:
             peer, handle = self._inflight.pop()
             self._settle(handle, op, peer)
+
 
     # -- plumbing -----------------------------------------------------------------------------------------
     def _handle(self, peer: int, slot: int, nbytes: int) -> tuple[Any, bool]:
@@ -230,12 +221,7 @@ class NixlEngine:
                 if kind == b"D":
                     seq, n, acked = (int(x) for x in msg[1:].split(b","))
                     self._arrived[peer][seq] = n
-                elif kind == b"I":
-                    head, _, _ = msg.partition(b",")
-                    acked_s, _, payload = msg[len(head) + 1:].partition(b",")
-                    seq, acked = int(head[1:]), int(acked_s)
-                    self._inline[peer][seq] = bytearray(payload)
-                    self._arrived[peer][seq] = -1
+
                 else:
                     acked = int(msg[1:])
                 self._credit[peer] = max(self._credit[peer], acked)
@@ -336,12 +322,6 @@ def _flush_c_stdio() -> None:
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError):
         pass
-
-
-def torch_frombuffer(buf: bytearray) -> torch.Tensor:
-    import torch
-
-    return torch.frombuffer(buf, dtype=torch.uint8)
 
 
 def _u8() -> Any:

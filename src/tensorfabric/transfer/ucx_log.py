@@ -41,7 +41,8 @@ class UcxLanes:
     line: str
 
     def data_lanes(self) -> tuple[str, ...]:
-        for kind in ("rma", "rma_am", "am"):
+        # An MPI-style worker (tag matching only) prints just tag(...); its data rides those lanes.
+        for kind in ("rma", "rma_am", "am", "tag"):
             for name, tls in self.lanes:
                 if name == kind:
                     return tls
