@@ -125,13 +125,14 @@ def _rss(field_name: str, status: Path) -> int:
     return 0
 
 
-def torch_threads(local_ranks: int, cores: int | None = None) -> int:
+def torch_threads(local_ranks: int, current: int, cores: int | None = None) -> int:
     """Intra-op threads per rank so that ranks x threads never exceeds the cores: an oversubscribed core
-    stalls the rank the others wait for, and that stall is counted as communication time."""
+    stalls the rank the others wait for, and that stall is counted as communication time. Never more than
+    ``current`` (what OMP_NUM_THREADS or the caller already chose)."""
     import os
 
     available = cores if cores is not None else len(os.sched_getaffinity(0))
-    return max(1, available // max(1, local_ranks))
+    return max(1, min(current, available // max(1, local_ranks)))
 
 
 def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progress: Progress | None = None,
@@ -149,7 +150,7 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
     env = environ if environ is not None else {}
     world_size = int(env.get("WORLD_SIZE", "1") or 1)
     prep = prepare(cfg, world_size)
-    torch.set_num_threads(torch_threads(int(env.get("LOCAL_WORLD_SIZE", "1") or 1)))
+    torch.set_num_threads(torch_threads(int(env.get("LOCAL_WORLD_SIZE", "1") or 1), torch.get_num_threads()))
     world = init(cfg.backend, timeout_s=cfg.timeout_s, environ=env, engine=cfg.engine,
                  require_transport="rdma" if cfg.require_rdma else "warn")
     try:
