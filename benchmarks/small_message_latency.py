@@ -4,7 +4,7 @@ Both paths are ``Group.all_reduce`` on one process group: the NIXL engine (``ini
 UCX writes or notifications) and the same group with the engine off (Gloo; for two ranks up to 64 KiB that is
 the gather-sum of ``PAIR_SUM_BYTES``, the fastest Gloo path this project has). Calls are timed one by one,
 alternating path round by round so load drifts hit both alike. Sizes: 1, 4, 16, 64 KiB (the decode sizes), then
-256 KiB and 1 MiB (where the routing threshold ``NIXL_MAX_BYTES`` sits). Reported per size: median and p25/p75
+128 KiB, 256 KiB and 1 MiB (to place the routing threshold ``NIXL_MAX_BYTES``). Reported per size: median and p25/p75
 of each path and the ratio Gloo / NIXL of the medians.
 
 ``--where loopback`` runs two local ranks (UCX picks shared memory); ``--where lab`` runs them in a 2x1gbit
@@ -31,7 +31,7 @@ from tensorfabric.fsutil import atomic_write_text
 from tensorfabric.lab.netlink import privileges_missing
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SIZES = (1024, 4096, 16384, 65536, 262144, 1048576)
+SIZES = (1024, 4096, 16384, 65536, 131072, 262144, 1048576)
 COUNTER_SIZES = (4096, 65536)
 COUNTER_CALLS = 200
 

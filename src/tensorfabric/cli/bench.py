@@ -168,7 +168,7 @@ def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
               help="Seconds any collective may take before it fails.")
 @click.option("--engine", type=click.Choice(["auto", "torch", "nixl"]), default="auto", show_default=True,
-              help="nixl: tensors up to 1 MiB through NIXL/UCX one-sided writes; torch: all through "
+              help="nixl: tensors up to 64 KiB through NIXL/UCX one-sided writes; torch: all through "
                    "torch.distributed; auto: nixl when installed.")
 @click.option("--require-rdma", is_flag=True,
               help="Fail unless the transport UCX/NCCL reports is RDMA (no silent shm/TCP fallback).")

@@ -50,12 +50,13 @@ __all__ = ["BACKENDS", "ENGINES", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Hand
 
 BACKENDS = ("auto", "gloo", "nccl")
 ENGINES = ("auto", "torch", "nixl")
-NIXL_MAX_BYTES = 2**20
+NIXL_MAX_BYTES = 64 * 2**10
 """Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
-Measured on two local ranks (benchmarks/small_message_latency.py, docs/transfer.md): NIXL's all_reduce is 9-25x
-faster than Gloo's from 1 KiB to 64 KiB and still 3x at 1 MiB; above that the per-peer receive slots
-(``slots x this``, registered up front) would cost more memory than the remaining gain is worth, and Gloo's
-ring moves big tensors at the wire's bandwidth."""
+Measured on two local ranks, five runs of benchmarks/small_message_latency.py on the shared 2-core machine
+(load 6; docs/transfer.md): NIXL's all_reduce median beat Gloo's in every run up to 64 KiB (1.8-4.8x at
+64 KiB), was mixed at 128 and 256 KiB (0.5-4.8x) and lost in every run at 1 MiB (0.3-0.7x: NIXL sends the
+whole tensor to each peer and copies it twice more, Gloo's ring halves it). It is also the per-peer slot size,
+so the receive region costs ``slots x 64 KiB`` per peer."""
 REDUCE_OPS = ("sum", "avg", "max", "min", "product")
 PAIR_SUM_BYTES = 64 * 2**10
 """Two-rank Gloo sums up to this size run as one all_gather plus a local add instead of Gloo's ring (a
