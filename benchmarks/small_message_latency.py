@@ -42,7 +42,8 @@ def rank_body(rounds: int, iters: int, sizes: tuple[int, ...] = SIZES) -> dict[s
     from tensorfabric.transfer import Group, init
 
     torch.set_num_threads(1)
-    nixl = init("gloo", timeout_s=120, environ=dict(os.environ), engine="nixl")
+    # Slots of 1 MiB so the sizes above NIXL_MAX_BYTES also go through NIXL: this is where it is measured.
+    nixl = init("gloo", timeout_s=120, environ=dict(os.environ), engine="nixl", nixl_max_bytes=max(sizes))
     gloo = Group(name="gloo", backend=nixl.backend, transport=nixl.transport.split("+")[-1], pg=nixl.pg,
                  table=nixl.table, global_rank=nixl.global_rank, timeout_s=nixl.timeout_s)
     paths = {"nixl": nixl, "gloo": gloo}

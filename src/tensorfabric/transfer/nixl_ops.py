@@ -78,6 +78,12 @@ def all_reduce(engine: NixlEngine, t: torch.Tensor, op: str) -> None:
     for p in range(n):
         if p != r:
             engine.put(p, flat, "all_reduce")
+    if n == 2:
+        # x0 + x1 commutes: add the peer's tensor into ours, no copy of our own.
+        _combine(flat, engine.take(1 - r, "all_reduce").view(t.dtype), op)
+        engine.release(1 - r)
+        engine.finish("all_reduce")
+        return
     mine = flat.clone()
     parts = [mine if p == r else engine.take(p, "all_reduce").view(t.dtype) for p in range(n)]
     ring_order_reduce(parts, flat, op)
