@@ -145,7 +145,8 @@ def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "
     except (OSError, KeyError, ValueError):
         return  # not Linux, or an unreadable meminfo: nothing to check against
     if per_rank * local_ranks > available:
-        raise InputError(f"--max {config.max_bytes}: {config.op} needs about {format_size(per_rank)} per rank, "
+        raise InputError(f"--max {format_size(config.max_bytes)}: {config.op} needs about {format_size(per_rank)} "
+                         "per rank, "
                          f"{format_size(per_rank * local_ranks)} for {local_ranks} rank(s) on this host, but only "
                          f"{format_size(available)} is available; lower --max")
 

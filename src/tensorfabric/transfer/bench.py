@@ -22,8 +22,9 @@ Check: uncompressed runs use small integers (exact in float32 and bfloat16 whate
 ``#wrong`` counts elements that differ at all from the expectation. Each rank builds **only its own input**
 (``x_r[i] = (7i + 3r + salt) mod 17 - 8``) and checks its result against a closed form: the sum over ranks of
 ``(a + 3r) mod 17`` depends only on ``a = (7i + salt) mod 17`` and repeats every 17 ranks, so a 17-entry
-table gives every element's sum for any number of ranks; gathers are checked slice by slice. Memory per rank is
-therefore the op's own buffers plus one float64 slice, whatever the world size. Codec runs use seeded normal
+table gives every element's sum for any number of ranks; results are checked in chunks of ``_CHECK_CHUNK``
+elements. Memory per rank is therefore the op's own buffers plus a few float64 chunks, whatever the world
+size. Codec runs use seeded normal
 data and still build every rank's input, because the documented error bound is a function of all of them;
 ``max_error`` is measured against the float64 exact result and ``#wrong`` counts elements outside the bound
 (:mod:`tensorfabric.transfer.compressed`). With a codec ``S`` is still the uncompressed size, so busbw is the
@@ -56,6 +57,8 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", 
 CODEC_OPS = ("all_reduce", "all_gather")
 DTYPES = {"float32": "float", "bfloat16": "bfloat16"}
 _SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")
+_CHECK_CHUNK = 2**20
+"""Elements checked at a time: the float64 expectation of a chunk is 8 MiB whatever the message size."""
 
 
 @dataclass(frozen=True)
@@ -198,14 +201,14 @@ def _random(rank: int, count: int, seed: int) -> torch.Tensor:
 
 
 def rank_bytes(config: BenchConfig, n: int) -> int:
-    """Peak bytes one rank allocates for the sweep's largest size (buffers, result, one float64 check slice;
+    """Peak bytes one rank allocates for the sweep's largest size (buffers, result, float64 check chunks;
     codec runs also hold every rank's input and its float64 copies)."""
     typesize = 2 if config.dtype == "bfloat16" else 4
     size = sizes(config.min_bytes, config.max_bytes, config.factor)[-1]
     count, total = _counts(config.op, size, typesize, n)
     mine = count * typesize * (n if config.op in ("reduce_scatter", "all_to_all") else 1)
     out = total if config.op == "all_gather" else mine
-    check = 8 * 2 * (out // typesize) if config.op != "all_gather" else 8 * 2 * count
+    check = 8 * 3 * min(_CHECK_CHUNK, out // typesize)
     codec = (n * mine + 2 * 8 * n * (mine // typesize)) if config.codec != "none" else 0
     return 3 * mine + out + check + codec
 
@@ -270,20 +273,25 @@ class _Case:
             return torch.stack([x[start:start + count].to(torch.float64) for x in self.inputs]).sum(0)
         return _sum_of_patterns(self.group.size, count, start=start)
 
-    def expected(self) -> list[tuple[int, torch.Tensor]]:
-        """``(offset into the flat result, expected float64 slice)`` pieces covering the result."""
+    def expected(self) -> list[tuple[int, int, Callable[[int, int], torch.Tensor]]]:
+        """``(offset into the flat result, length, make(start, n))`` pieces covering the result, where
+        ``make`` builds elements ``start .. start+n`` of the piece in float64 (so checks can go chunk by chunk)."""
         n, r, c = self.group.size, self.group.rank, self.count
+
+        def inp(rank: int, base: int) -> Callable[[int, int], torch.Tensor]:
+            return lambda start, k: self._input(rank, k, base + start)
+
         if self.op == "all_reduce":
-            return [(0, self._sum(c, 0))]
+            return [(0, c, lambda start, k: self._sum(k, start))]
         if self.op == "all_gather":
-            return [(i * c, self._input(i, c, 0)) for i in range(n)]
+            return [(i * c, c, inp(i, 0)) for i in range(n)]
         if self.op == "reduce_scatter":
-            return [(0, self._sum(c, r * c))]
+            return [(0, c, lambda start, k: self._sum(k, r * c + start))]
         if self.op == "broadcast":
-            return [(0, self._input(0, c, 0))]
+            return [(0, c, inp(0, 0))]
         if self.op == "all_to_all":
-            return [(i * c, self._input(i, c, r * c)) for i in range(n)]
-        return [(0, self._input((r - 1) % n, self.total, 0))]
+            return [(i * c, c, inp(i, r * c)) for i in range(n)]
+        return [(0, self.total, inp((r - 1) % n, 0))]
 
     def check(self, result: torch.Tensor) -> tuple[int, float]:
         import torch
@@ -291,16 +299,17 @@ class _Case:
         flat = result.reshape(-1)
         wrong, max_error = 0, 0.0
         bound = self._bound() if self.codec is not None else None
-        for offset, want in self.expected():
-            got = flat[offset:offset + want.numel()].to(torch.float64)
-            err = (got - want).abs()
-            if err.numel():
-                max_error = max(max_error, float(err.max()))
-            if bound is None:
-                wrong += int((err != 0).sum())
-            else:
-                b = bound[offset:offset + want.numel()]
-                wrong += int((err > b * (1 + 1e-6) + 1e-30).sum())
+        for offset, length, make in self.expected():
+            for start in range(0, length, _CHECK_CHUNK):
+                k = min(_CHECK_CHUNK, length - start)
+                at = offset + start
+                err = (flat[at:at + k].to(torch.float64) - make(start, k)).abs()
+                if err.numel():
+                    max_error = max(max_error, float(err.max()))
+                if bound is None:
+                    wrong += int((err != 0).sum())
+                else:
+                    wrong += int((err > bound[at:at + k] * (1 + 1e-6) + 1e-30).sum())
         return wrong, max_error
 
     def _bound(self) -> torch.Tensor:
