@@ -9,6 +9,9 @@ Importing this package does not import torch; the submodules import it where the
 * :mod:`~tensorfabric.transfer.bucket` -- flat buckets of many small tensors.
 * :mod:`~tensorfabric.transfer.stats` -- per-group op statistics.
 * :mod:`~tensorfabric.transfer.bench` -- the nccl-tests-style sweep behind ``tensorfabric bench``.
+* :mod:`~tensorfabric.transfer.nixl_engine`, :mod:`~tensorfabric.transfer.nixl_ops` -- the NIXL engine
+  (``init(engine="nixl")``): small tensors by one-sided UCX writes, routed by ``Group`` below ``NIXL_MAX_BYTES``.
+* :mod:`~tensorfabric.transfer.ucx_log` -- UCX's lane report, classified (shm / tcp / rdma).
 """
 
 from __future__ import annotations
