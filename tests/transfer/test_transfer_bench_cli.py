@@ -161,3 +161,16 @@ def test_require_rdma_fails_loudly_naming_the_transport(engine: str, capsys: pyt
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--require-rdma" in err[0]
     assert ("UCX chose nixl/shm(sysv/memory,posix/memory)" if engine == "nixl" else "gloo/tcp") in err[0]
+
+
+def test_engine_nixl_without_the_wheel_is_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tensorfabric.transfer.nixl_engine as engine_mod
+    from tensorfabric.errors import InputError
+    from tensorfabric.transfer.group import _want_nixl
+
+    monkeypatch.setattr(engine_mod, "available", lambda: False)
+    with pytest.raises(InputError, match=r"pip install 'tensorfabric\[nixl\]'"):
+        _want_nixl("nixl", "gloo", 2)
+    assert _want_nixl("auto", "gloo", 2) is False and _want_nixl("nixl", "gloo", 1) is False
+    with pytest.raises(InputError, match="'ucx'"):
+        _want_nixl("ucx", "gloo", 2)
