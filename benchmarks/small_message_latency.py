@@ -88,22 +88,23 @@ def counter_body() -> dict[str, Any]:
     return {"transport": group.transport, "nixl_calls": routed}
 
 
-def _spawned(rank: int, rounds: int, iters: int) -> dict[str, Any]:
-    return rank_body(rounds, iters)
+def _spawned(rank: int, rounds: int, iters: int, sizes: tuple[int, ...]) -> dict[str, Any]:
+    return rank_body(rounds, iters, sizes)
 
 
-def _loopback(rounds: int, iters: int) -> dict[str, Any]:
+def _loopback(rounds: int, iters: int, sizes: tuple[int, ...]) -> dict[str, Any]:
     from tensorfabric.transfer import spawn
 
-    return spawn(_spawned, 2, args=(rounds, iters), timeout_s=1800)[0]  # type: ignore[no-any-return]
+    return spawn(_spawned, 2, args=(rounds, iters, sizes), timeout_s=1800)[0]  # type: ignore[no-any-return]
 
 
-def _lab(rounds: int, iters: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _lab(rounds: int, iters: int, sizes: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from tensorfabric.lab.lab import Lab
     from tensorfabric.lab.launch import run_ranks
 
     raw = json.loads(run_ranks("2x1gbit", [sys.executable, __file__, "--rank", "--rounds", str(rounds),
-                                           "--iters", str(iters)], timeout_s=1800))
+                                           "--iters", str(iters), "--max-size", str(max(sizes))],
+                               timeout_s=1800))
     with Lab(hosts=2, rate="1gbit") as lab:
         before = _tx(lab.status())
         procs = lab.spawn([sys.executable, __file__, "--rank", "--counters"], stdout=-1, stderr=-1, text=True)
@@ -123,9 +124,9 @@ def _tx(status: dict[str, Any]) -> list[int]:
     return [link["ends"][0]["tx_bytes"] for link in status["links"] if link["a"].endswith(":eth0")]
 
 
-def summarize(raw: dict[str, Any]) -> list[dict[str, Any]]:
+def summarize(raw: dict[str, Any], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     rows = []
-    for size in SIZES:
+    for size in sizes:
         row: dict[str, Any] = {"bytes": size}
         for name in ("nixl", "gloo"):
             ts = sorted(raw["times"][name][str(size)])
@@ -151,12 +152,15 @@ def main() -> None:
     ap.add_argument("--where", choices=("loopback", "lab", "both"), default="both")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--max-size", type=int, default=max(SIZES),
+                    help="Largest size measured (bytes); 65536 keeps to the routed sizes.")
     ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--counters", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS / "small_message_latency.json"))
     args = ap.parse_args()
+    sizes = tuple(s for s in SIZES if s <= args.max_size)
     if args.rank:
-        result = counter_body() if args.counters else rank_body(args.rounds, args.iters)
+        result = counter_body() if args.counters else rank_body(args.rounds, args.iters, sizes)
         if os.environ.get("RANK") == "0":
             print(json.dumps(result))
         return
@@ -164,16 +168,16 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "small_message_latency", "rounds": args.rounds, "iters": args.iters,
                               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}}
     if args.where in ("loopback", "both"):
-        raw = _loopback(args.rounds, args.iters)
-        result["loopback"] = {"transport": raw["transport"], "rows": summarize(raw)}
+        raw = _loopback(args.rounds, args.iters, sizes)
+        result["loopback"] = {"transport": raw["transport"], "rows": summarize(raw, sizes)}
         _print("loopback", raw["transport"], result["loopback"]["rows"])
     missing = privileges_missing()
     if args.where in ("lab", "both") and missing:
         print(f"lab skipped: {missing}")
         result["lab"] = {"skipped": missing}
     elif args.where in ("lab", "both"):
-        raw, counters = _lab(args.rounds, args.iters)
-        result["lab"] = {"transport": raw["transport"], "rows": summarize(raw), "counters": counters}
+        raw, counters = _lab(args.rounds, args.iters, sizes)
+        result["lab"] = {"transport": raw["transport"], "rows": summarize(raw, sizes), "counters": counters}
         _print("lab 2x1gbit", raw["transport"], result["lab"]["rows"])
         print(f"lab counters: {COUNTER_CALLS} NIXL all_reduces of {list(COUNTER_SIZES)} B: tx per host "
               f"{counters['tx_bytes_per_host']} vs {counters['expected_bytes_per_rank']} B of tensors "
