@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorfabric.errors import ParseError
-from tensorfabric.transfer.ucx_log import classify, parse_ucx_log
+from tensorfabric.host.ucx_log import classify, parse_ucx_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ucx"
 

@@ -39,7 +39,7 @@ depend on UCX because of the checks above.
 
 Environment: UCX reads the process environment, so :func:`prepare_ucx_env` (the one place this module writes
 it) sets ``UCX_MODULES=^efa`` (the wheel's EFA module crashes at exit when Debian's ibverbs-providers is
-installed) and the log capture that proves the transport (:mod:`tensorfabric.transfer.ucx_log`), never
+installed) and the log capture that proves the transport (:mod:`tensorfabric.host.ucx_log`), never
 overriding a variable the user set.
 """
 
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer.failures import process_gone
-from tensorfabric.transfer.ucx_log import UcxTransport, classify, parse_ucx_log
+from tensorfabric.host.ucx_log import UcxTransport, classify, parse_ucx_log
 
 if TYPE_CHECKING:
     import torch

@@ -12,6 +12,9 @@ and over TCP ``rma_am(tcp/lo) amo_am(tcp/lo) am(tcp/lo cma/memory) ka(tcp/lo)``,
 agent's), then the scope (``self`` for loopback to itself, ignored), ``cfg#N`` and ``lane(transport/device ...)``
 groups. The data path is the ``rma`` lanes (one-sided writes), or ``rma_am`` when UCX emulates RMA with active
 messages; the class is the best transport on it: any verbs transport is ``rdma``, else ``tcp``, else ``shm``.
+
+Used by the NIXL engine (:mod:`tensorfabric.transfer.nixl_engine`) to prove its transport at ``init``; it lives in
+``host`` beside ``nccl_log`` so the doctor can classify a user's UCX/NIXL log without importing transfer.
 """
 
 from __future__ import annotations
