@@ -51,8 +51,8 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
-from tensorfabric.transfer.failures import process_gone
 from tensorfabric.host.ucx_log import UcxTransport, classify, parse_ucx_log
+from tensorfabric.transfer.failures import process_gone
 
 if TYPE_CHECKING:
     import torch
