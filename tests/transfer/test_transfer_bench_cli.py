@@ -166,7 +166,7 @@ def test_require_rdma_fails_loudly_naming_the_transport(engine: str, capsys: pyt
 def test_engine_nixl_without_the_wheel_is_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import tensorfabric.transfer.nixl_engine as engine_mod
     from tensorfabric.errors import InputError
-    from tensorfabric.transfer.group import _want_nixl
+    from tensorfabric.transfer.nixl_setup import wanted as _want_nixl
 
     monkeypatch.setattr(engine_mod, "available", lambda: False)
     with pytest.raises(InputError, match=r"pip install 'tensorfabric\[nixl\]'"):

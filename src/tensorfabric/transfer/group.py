@@ -31,11 +31,10 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
-from tensorfabric.transfer import nccl, nixl_ops
+from tensorfabric.transfer import nccl, nixl_ops, nixl_setup
 from tensorfabric.transfer.failures import to_transfer_error
 from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "ENGINES", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
 
 BACKENDS = ("auto", "gloo", "nccl")
-ENGINES = ("auto", "torch", "nixl")
+ENGINES = nixl_setup.ENGINES
 NIXL_MAX_BYTES = 64 * 2**10
 """Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
 Measured on two local ranks, five runs of benchmarks/small_message_latency.py on the shared 2-core machine
@@ -328,12 +327,12 @@ class Group:
         nbytes = sum(_nbytes(item.tensor) for item in ops)
         peer = ops[0].peer if len({o.peer for o in ops}) == 1 else None
         if not p2p:
-            return self._via_nixl("batch_send_recv", nbytes, lambda e: _nixl_batch(e, small), None, async_op)
+            return self._via_nixl("batch_send_recv", nbytes, lambda e: nixl_ops.batch(e, small), None, async_op)
         handle = self._run("batch_send_recv", nbytes if not small else nbytes - sum(_nbytes(i.tensor) for i in small),
                            lambda: dist.batch_isend_irecv(p2p), lambda: None, True, peer=peer)
         if small:
             self._via_nixl("batch_send_recv", sum(_nbytes(i.tensor) for i in small),
-                           lambda e: _nixl_batch(e, small), None, False)
+                           lambda e: nixl_ops.batch(e, small), None, False)
         return handle if async_op else handle.wait()
 
     def barrier(self) -> None:
@@ -395,9 +394,10 @@ class Group:
         transport = self.transport if pg is not None else "local"
         engine = None
         if self.nixl is not None and pg is not None:
-            engine = _open_nixl(pg, table, table[[e.global_rank for e in table].index(self.global_rank)].group_rank,
-                                name, self.timeout_s, self.nixl.max_bytes, self.nixl.log_path)
-            transport = _nixl_transport(engine, self.transport.split("+")[-1], "any")
+            me = [e.global_rank for e in table].index(self.global_rank)
+            engine = nixl_setup.open_for_group(pg, table, me, name, self.timeout_s, self.nixl.max_bytes,
+                                               self.nixl.log_path)
+            transport = nixl_setup.transport_label(engine, self.transport.split("+")[-1], "any")
         return Group(name=name, backend=self.backend, transport=transport, pg=pg, table=table,
                      global_rank=self.global_rank, timeout_s=self.timeout_s, nixl=engine)
 
@@ -417,17 +417,6 @@ class Group:
         self.pg = None
 
 
-def _nixl_batch(engine: NixlEngine, items: Sequence[SendRecv]) -> None:
-    # Every send first: a send only waits for credit, which a peer blocked on our data has already returned.
-    for item in items:
-        if item.kind == "send":
-            engine.put(item.peer, item.tensor, "batch_send_recv")
-    for item in items:
-        if item.kind == "recv":
-            nixl_ops.recv(engine, item.tensor, item.peer, "batch_send_recv")
-    engine.finish("batch_send_recv")
-
-
 def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
     raw = environ.get(key, "")
     if raw == "":
@@ -436,51 +425,6 @@ def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise InputError(f"environment {key}={raw!r} must be an integer such as 0") from None
-
-
-def _open_nixl(pg: Any, table: Sequence[RankEntry], rank: int, name: str, timeout_s: float, max_bytes: int,
-               log_path: str | None) -> NixlEngine:
-    import torch.distributed as dist
-
-    from tensorfabric.transfer.nixl_engine import open_engine
-
-    def exchange(obj: Any) -> list[Any]:
-        out: list[Any] = [None] * len(table)
-        try:
-            dist.all_gather_object(out, obj, group=pg)
-        except RuntimeError as exc:
-            raise TransferError(f"exchanging NIXL metadata failed: {exc}", op="init", group=name) from exc
-        return out
-
-    return open_engine(exchange, rank=rank, size=len(table), table=table, host=table[rank].host, group=name,
-                       timeout_s=timeout_s, slot_bytes=max_bytes, log_path=log_path)
-
-
-def _nixl_transport(engine: NixlEngine, torch_transport: str, require_transport: str) -> str:
-    """``nixl/<kind>(lanes)+<torch transport>``, enforcing ``require_transport`` on what UCX reports."""
-    found = engine.transport()
-    if require_transport == "rdma" and not found.rdma:
-        why = "UCX's log was not captured (UCX_LOG_LEVEL/UCX_LOG_FILE set by the user)" if not engine.log_path \
-            else f"UCX chose {found.label()}"
-        raise TransferError(f"--require-rdma: NIXL is not on RDMA: {why}; small tensors would cross "
-                            "shared memory or TCP. On a RoCE host check `tensorfabric doctor` and UCX_TLS/"
-                            "UCX_NET_DEVICES", op="init", group=engine.group)
-    return f"{found.label()}+{torch_transport}"
-
-
-def _want_nixl(engine: str, chosen: str, world: int) -> bool:
-    from tensorfabric.transfer.nixl_engine import available
-
-    if engine not in ENGINES:
-        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
-    if engine == "torch" or world <= 1:
-        return False
-    if engine == "nixl":
-        if not available():
-            raise InputError("engine 'nixl' needs the NIXL wheel: pip install 'tensorfabric[nixl]' (nixl-cu12)")
-        return True
-    # auto: NIXL carries host-memory tensors; with NCCL the tensors live on the GPU.
-    return chosen == "gloo" and available()
 
 
 def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str, str] | None = None,
@@ -522,7 +466,7 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         table = [RankEntry(0, local_rank, 0, host, pid)]
         return Group(name=name, backend=chosen, transport="local", pg=None, table=table, global_rank=0,
                      timeout_s=timeout_s)
-    use_nixl = _want_nixl(engine, chosen, world)  # before the rendezvous: bad input fails every rank at once
+    use_nixl = nixl_setup.wanted(engine, chosen, world)  # before the rendezvous: bad input fails every rank at once
     capture = None
     if chosen == "nccl":
         # NCCL reads the real process environment, so the hook writes there whatever ``environ`` was read from.
@@ -556,18 +500,7 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         transport = nccl.verify(capture.read(), require_transport, group=name)
     nixl = None
     if use_nixl:
-        if not 0 < nixl_max_bytes <= 64 * 2**20:
-            raise InputError(f"nixl_max_bytes: {nixl_max_bytes!r} must be between 1 and 64 MiB")
-        from tensorfabric.transfer.nixl_engine import prepare_ucx_env
-
-        log_path = None
-        if "UCX_LOG_LEVEL" not in os.environ and "UCX_LOG_FILE" not in os.environ:
-            import tempfile
-
-            log_path = str(Path(tempfile.mkdtemp(prefix="tf-ucx-")) / "ucx.%p.log")
-        # UCX reads the real process environment, as NCCL does (see nixl_engine.prepare_ucx_env).
-        prepare_ucx_env(os.environ, log_path)
-        nixl = _open_nixl(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes, log_path)
-        transport = _nixl_transport(nixl, transport, require_transport)
+        nixl = nixl_setup.open_world(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes)
+        transport = nixl_setup.transport_label(nixl, transport, require_transport)
     return Group(name=name, backend=chosen, transport=transport, pg=dist.group.WORLD, table=table,
                  global_rank=rank, timeout_s=timeout_s, nixl=nixl)

@@ -21,11 +21,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import torch
 
     from tensorfabric.transfer.nixl_engine import NixlEngine
+    from tensorfabric.transfer.records import SendRecv
 
-__all__ = ["REDUCE_OPS", "all_gather", "all_reduce", "broadcast", "recv", "ring_order_reduce", "routable", "send"]
+__all__ = ["REDUCE_OPS", "all_gather", "all_reduce", "batch", "broadcast", "recv", "ring_order_reduce", "routable",
+           "send"]
 
 REDUCE_OPS = ("sum", "max", "min", "product")
 
@@ -134,3 +138,15 @@ def recv(engine: NixlEngine, t: torch.Tensor, peer: int, op: str = "recv") -> No
 
     t.view(-1).view(torch.uint8).copy_(engine.take(peer, op))
     engine.release(peer)
+
+
+def batch(engine: NixlEngine, items: Sequence[SendRecv]) -> None:
+    """The routed items of one ``batch_send_recv``."""
+    # Every send first: a send only waits for credit, which a peer blocked on our data has already returned.
+    for item in items:
+        if item.kind == "send":
+            engine.put(item.peer, item.tensor, "batch_send_recv")
+    for item in items:
+        if item.kind == "recv":
+            recv(engine, item.tensor, item.peer, "batch_send_recv")
+    engine.finish("batch_send_recv")
