@@ -51,11 +51,12 @@ BACKENDS = ("auto", "gloo", "nccl")
 ENGINES = nixl_setup.ENGINES
 NIXL_MAX_BYTES = 64 * 2**10
 """Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
-Measured on two local ranks, five runs of benchmarks/small_message_latency.py on the shared 2-core machine
-(load 6; docs/transfer.md): NIXL's all_reduce median beat Gloo's in every run up to 64 KiB (1.8-4.8x at
-64 KiB), was mixed at 128 and 256 KiB (0.5-4.8x) and lost in every run at 1 MiB (0.3-0.7x: NIXL sends the
-whole tensor to each peer and copies it twice more, Gloo's ring halves it). It is also the per-peer slot size,
-so the receive region costs ``slots x 64 KiB`` per peer."""
+Measured on two local ranks with benchmarks/small_message_latency.py (docs/transfer.md): NIXL's all_reduce
+median beat Gloo's in every run up to 64 KiB (9.1x quiet; 1.8-4.8x at load 6). Above it the answer depends
+on the machine: quiet, NIXL still won 7.1x at 128 KiB and 2.1x at 1 MiB; at load 6 it was mixed at 128-256 KiB
+and lost every run at 1 MiB (0.3-0.7x: NIXL sends the whole tensor to each peer and copies it twice more,
+Gloo's ring halves it). 64 KiB is where it won everywhere; ``init(nixl_max_bytes=...)`` raises it on a
+dedicated host. It is also the per-peer slot size, so the receive region costs ``slots x 64 KiB`` per peer."""
 REDUCE_OPS = ("sum", "avg", "max", "min", "product")
 PAIR_SUM_BYTES = 64 * 2**10
 """Two-rank Gloo sums up to this size run as one all_gather plus a local add instead of Gloo's ring (a
