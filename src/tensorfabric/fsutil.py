@@ -21,8 +21,13 @@ from typing import Any
 
 from tensorfabric.errors import InputError
 
-__all__ = ["atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask", "figure_png",
-           "write_files"]
+__all__ = ["SCRATCH_ENV", "atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask",
+           "figure_png", "write_files"]
+
+
+SCRATCH_ENV = "TENSORFABRIC_SCRATCH"
+"""Environment variable naming a launcher's temporary directory, set for the ranks it starts: a rank keeps its
+scratch files (UCX logs) there, so they go with the launcher's directory even when the rank is killed."""
 
 
 def current_umask() -> int:

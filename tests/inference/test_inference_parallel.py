@@ -11,6 +11,7 @@ from tensorfabric.inference.runner import RankResult, RunConfig, rank_entry, run
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 from tensorfabric.transfer.launch import SpawnError, spawn
+from tensorfabric.transfer.nixl_engine import available
 
 from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
 
@@ -36,9 +37,14 @@ def _max_diff(a: RankResult, b: RankResult) -> float:
     return max((x - y).abs().max().item() for x, y in zip(a.logits, b.logits, strict=True))
 
 
+NIXL = pytest.param("nixl", marks=pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed"))
+
+
+@pytest.mark.parametrize("engine", ["torch", NIXL])
 @pytest.mark.parametrize(("tp", "pp"), [(2, 1), (1, 2), (2, 2)])
-def test_sharded_greedy_tokens_equal_unsharded(base: RunConfig, reference: RankResult, tp: int, pp: int) -> None:
-    results = spawn(rank_entry, tp * pp, args=(replace(base, tp=tp, pp=pp),), timeout_s=120)
+def test_sharded_greedy_tokens_equal_unsharded(base: RunConfig, reference: RankResult, tp: int, pp: int,
+                                               engine: str) -> None:
+    results = spawn(rank_entry, tp * pp, args=(replace(base, tp=tp, pp=pp, engine=engine),), timeout_s=120)
     assert len(reference.token_ids[0]) == 32
     for r in results:
         assert r.token_ids == reference.token_ids, f"rank {r.rank} of tp={tp} pp={pp}"
@@ -53,7 +59,12 @@ def test_sharded_greedy_tokens_equal_unsharded(base: RunConfig, reference: RankR
         assert ops["all_gather"]["calls"] == forwards * (2 if pp == 1 else 1)
     if pp > 1:
         assert ops["batch_send_recv"]["calls"] > 0 and ops["broadcast"]["calls"] == 32
-    assert results[0].transport == "gloo/tcp"
+    if engine == "torch":
+        assert results[0].transport == "gloo/tcp"
+    else:
+        # Every decode-sized collective and pipeline hop went through NIXL over UCX shared memory.
+        assert results[0].transport.startswith("nixl/shm(")
+        assert all(s["nixl_calls"] == s["calls"] for s in ops.values()), ops
 
 
 def test_world_size_mismatch_fails_fast_on_every_rank(base: RunConfig) -> None:
@@ -63,3 +74,13 @@ def test_world_size_mismatch_fails_fast_on_every_rank(base: RunConfig) -> None:
     assert all("InputError: world size 2 is not tp x pp" in tb for tb in info.value.failures.values())
     with pytest.raises(InputError, match="world size 3"):
         run_rank(replace(base, tp=2), environ={"RANK": "0", "WORLD_SIZE": "3"})
+
+
+def test_ranks_times_threads_never_exceed_the_cores() -> None:
+    from tensorfabric.inference.runner import torch_threads
+
+    assert torch_threads(2, current=8, cores=2) == 1
+    assert torch_threads(1, current=8, cores=2) == 2
+    assert torch_threads(3, current=8, cores=2) == 1  # one thread is the floor; the report shows the cost
+    assert torch_threads(2, current=1, cores=16) == 1  # never above what OMP_NUM_THREADS chose
+    assert torch_threads(4, current=16, cores=16) == 4

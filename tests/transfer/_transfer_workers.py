@@ -16,7 +16,7 @@ import torch.distributed as dist
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import Group, SendRecv, get_codec, init
 from tensorfabric.transfer.compressed import compressed_all_reduce, error_bound_all_reduce
-from tensorfabric.transfer.group import PAIR_SUM_BYTES
+from tensorfabric.transfer.group import NIXL_MAX_BYTES, PAIR_SUM_BYTES
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
 
@@ -28,9 +28,9 @@ def _data(rank: int, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> t
     return torch.randn(shape, generator=gen).to(dtype)
 
 
-def suite(rank: int, numel: int) -> dict[str, Any]:
+def suite(rank: int, numel: int, engine: str = "torch") -> dict[str, Any]:
     """One process group, every check: spawning ranks is the expensive part on a small machine."""
-    g = init(timeout_s=60)
+    g = init(timeout_s=60, engine=engine)
     out = {"exactness": exactness(g), "codecs": codec_bounds(g, numel), "bucketing": bucketing(g)}
     if g.size == 4:
         out["mesh"] = mesh(g)
@@ -51,7 +51,8 @@ def exactness(g: Group) -> dict[str, Any]:
     for seed, dtype in enumerate(DTYPES):
         tag = str(dtype).removeprefix("torch.")
         x = _data(rank, (4 * n, 3), dtype, seed)
-        for op, rop in (("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN)):
+        for op, rop in (("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN),
+                        ("product", dist.ReduceOp.PRODUCT)):
             ours, ref = x.clone(), x.clone()
             g.all_reduce(ours, op=op)
             dist.all_reduce(ref, op=rop)
@@ -92,13 +93,22 @@ def exactness(g: Group) -> dict[str, Any]:
             same(f"send_recv/{tag}", got, _data(0, tuple(x.shape), dtype, seed))
     g.barrier()
     stats = {s.op: (s.calls, s.bytes) for s in g.stats.snapshot()}
-    # Either side of the two-rank gather-sum threshold: the pair path and Gloo's ring, both bit for bit.
-    for numel in (PAIR_SUM_BYTES // 4, PAIR_SUM_BYTES // 4 + 1):
+    # Either side of the two-rank gather-sum threshold and of the NIXL slot, odd sizes between: every path bit
+    # for bit (the NIXL path reproduces Gloo's ring grouping of the additions).
+    for numel in (1, 13, 1001, PAIR_SUM_BYTES // 4, PAIR_SUM_BYTES // 4 + 1, 65537, NIXL_MAX_BYTES // 4,
+                  NIXL_MAX_BYTES // 4 + 1):
         x = _data(rank, (numel,), torch.float32, numel)
         ours, ref = g.all_reduce(x.clone()), x.clone()
         dist.all_reduce(ref)
         same(f"all_reduce/sum/float32/{numel}", ours, ref)
-    result = {"mismatches": mismatches, "stats": stats, "transport": g.transport, "size": n,
+    for numel in (1001, NIXL_MAX_BYTES // 2):
+        x = _data(rank, (numel,), torch.bfloat16, numel)
+        ours, ref = g.all_reduce(x.clone()), x.clone()
+        dist.all_reduce(ref)
+        same(f"all_reduce/sum/bfloat16/{numel}", ours, ref)
+    nixl_calls = {s.op: s.nixl_calls for s in g.stats.snapshot()}
+    result = {"mismatches": mismatches, "stats": stats, "transport": g.transport, "size": n, "nixl": nixl_calls,
+              "engine": g.engine,
               "table": [(e.global_rank, e.local_rank, e.group_rank) for e in g.table]}
     return result
 
@@ -190,9 +200,9 @@ def bucketing(g: Group) -> dict[str, Any]:
     return {"ok": ok, "same_storage": same_storage, "shapes": [tuple(t.shape) for t in out]}
 
 
-def killed_peer(rank: int, timeout_s: float) -> Any:
-    """Rank 1 dies in the middle of a large all_reduce; the others must raise TransferError."""
-    g = init(timeout_s=timeout_s)
+def killed_peer(rank: int, timeout_s: float, engine: str = "torch", numel: int = 2_000_000) -> Any:
+    """Rank 1 dies in the middle of an all_reduce; the others must raise TransferError."""
+    g = init(timeout_s=timeout_s, engine=engine)
     g.all_reduce(torch.ones(4))
     if rank == 1:
         g.all_reduce(torch.ones(2_000_000), async_op=True)
@@ -201,16 +211,16 @@ def killed_peer(rank: int, timeout_s: float) -> Any:
     t0 = time.monotonic()
     try:
         for _ in range(3):
-            g.all_reduce(torch.ones(2_000_000))
+            g.all_reduce(torch.ones(numel))
     except TransferError as exc:
         return {"error": str(exc), "op": exc.op, "group": exc.group, "peer": exc.peer,
                 "seconds": time.monotonic() - t0}
     return {"error": None}
 
 
-def stalled_peer(rank: int, timeout_s: float) -> Any:
+def stalled_peer(rank: int, timeout_s: float, engine: str = "torch") -> Any:
     """Rank 1 never joins the collective; rank 0 must raise TransferError after about timeout_s."""
-    g = init(timeout_s=timeout_s)
+    g = init(timeout_s=timeout_s, engine=engine)
     if rank == 1:
         time.sleep(timeout_s * 2)
         return None

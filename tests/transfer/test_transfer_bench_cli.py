@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from tensorfabric.cli.main import main
-from tensorfabric.transfer.bench import BenchConfig, bus_factor, sizes
+from tensorfabric.transfer.bench import BenchConfig, _pattern, _sum_of_patterns, bus_factor, rank_bytes, sizes
+from tensorfabric.transfer.nixl_engine import available
+
+needs_nixl = pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
 
 ROW_KEYS = {"size", "count", "type", "redop", "root", "time_us", "algbw", "busbw", "wrong"}
 SMALL = ["--max", "4K", "--iters", "2", "--warmup", "1"]
@@ -66,7 +69,9 @@ def test_every_op_runs_and_checks_on_one_rank(op: str, capsys: pytest.CaptureFix
 def test_json_has_exactly_the_issue_keys_and_codec_extras(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--json", "--codec", "int4", *SMALL]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"op", "nranks", "backend", "dtype", "codec", "rows", "avg_busbw"}
+    assert set(doc) == {"op", "nranks", "backend", "engine", "transport", "dtype", "codec", "rows", "avg_busbw",
+                        "ranks"}
+    assert doc["transport"] == "local" and doc["engine"] == "torch" and doc["ranks"][0]["rank"] == 0
     assert doc["codec"] == "int4" and doc["nranks"] == 1
     for row in doc["rows"]:
         assert set(row) == ROW_KEYS | {"wire_bytes", "max_error"}
@@ -100,3 +105,72 @@ def test_nproc_2_spawns_ranks_and_checks_results(capsys: pytest.CaptureFixture[s
     for row in doc["rows"]:
         assert row["wrong"] == 0
         assert row["busbw"] == pytest.approx(row["algbw"] * 1.0)  # 2(n-1)/n = 1 for n = 2
+
+
+def test_closed_form_sum_equals_building_every_rank_input() -> None:
+    import torch
+
+    for n in (1, 2, 3, 16, 17, 18, 35, 100):
+        for start, salt in ((0, 0), (1000, 3)):
+            explicit = sum(_pattern(r, 300, torch.float64, salt, start) for r in range(n))
+            assert torch.equal(_sum_of_patterns(n, 300, salt, start), explicit), (n, start, salt)
+
+
+def test_a_size_that_cannot_fit_is_input_error_before_any_rank_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--nproc", "4", "--min", "64G", "--max", "64G"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--max" in err[0] and "available" in err[0] and "per rank" in err[0]
+    # Each rank builds only its own input: the need does not grow with the world size (it did: 2.3 GB at 2
+    # ranks, 3.6 GB at 4 for one 128 MiB all_reduce); codec runs still hold every input for the error bound.
+    one = BenchConfig(min_bytes=128 * 2**20, max_bytes=128 * 2**20)
+    assert rank_bytes(one, 2) == rank_bytes(one, 512) < 1.2e9
+    codec = BenchConfig(min_bytes=2**20, max_bytes=2**20, codec="int8")
+    assert rank_bytes(codec, 8) > rank_bytes(codec, 2)
+
+
+def test_rows_are_printed_as_they_are_measured(capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[object] = []
+    from tensorfabric.transfer.bench import run_bench
+    from tensorfabric.transfer.group import init
+
+    group = init(timeout_s=30)
+    result = run_bench(group, BenchConfig(max_bytes=64, iters=1, warmup=0), on_row=rows.append)
+    assert rows == list(result.rows) and len(rows) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@needs_nixl
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "broadcast", "sendrecv", "reduce_scatter"])
+def test_nixl_engine_bench_checks_every_row_and_reports_its_transport(op: str,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--nproc", "2", "--engine", "nixl", "--op", op, "--json", "--min", "256",
+                 "--max", "2M", "--factor", "16", "--iters", "2", "--warmup", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["engine"] == "nixl" and doc["transport"].startswith("nixl/shm(")
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1] and all(r["pid"] > 0 for r in doc["ranks"])
+    assert all(row["wrong"] == 0 for row in doc["rows"])  # 256 B .. 64 KiB through NIXL, 1 MiB+ through Gloo
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@needs_nixl
+@pytest.mark.parametrize("engine", ["nixl", "torch"])
+def test_require_rdma_fails_loudly_naming_the_transport(engine: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--nproc", "2", "--engine", engine, "--require-rdma", "--max", "1K", "--iters", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--require-rdma" in err[0]
+    assert ("UCX chose nixl/shm(sysv/memory,posix/memory)" if engine == "nixl" else "gloo/tcp") in err[0]
+
+
+def test_engine_nixl_without_the_wheel_is_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tensorfabric.transfer.nixl_engine as engine_mod
+    from tensorfabric.errors import InputError
+    from tensorfabric.transfer.nixl_setup import wanted as _want_nixl
+
+    monkeypatch.setattr(engine_mod, "available", lambda: False)
+    with pytest.raises(InputError, match=r"pip install 'tensorfabric\[nixl\]'"):
+        _want_nixl("nixl", "gloo", 2)
+    assert _want_nixl("auto", "gloo", 2) is False and _want_nixl("nixl", "gloo", 1) is False
+    with pytest.raises(InputError, match="'ucx'"):
+        _want_nixl("ucx", "gloo", 2)

@@ -11,39 +11,53 @@ from typing import Any
 import pytest
 
 from tensorfabric.transfer import spawn
+from tensorfabric.transfer.nixl_engine import available
 
 from . import _transfer_workers as w
 
 pytestmark = pytest.mark.slow
 NUMEL = 1000  # not a multiple of the codec block: exercises padding
 
-_cache: dict[int, list[dict[str, Any]]] = {}
+_cache: dict[tuple[int, str], list[dict[str, Any]]] = {}
+NIXL = pytest.param("nixl", marks=pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed "
+                                                     "(pip install 'tensorfabric[nixl]')"))
 
 
-def _results(nranks: int) -> list[dict[str, Any]]:
-    if nranks not in _cache:
-        _cache[nranks] = spawn(w.suite, nranks, args=(NUMEL,), timeout_s=140)
-    return _cache[nranks]
+def _results(nranks: int, engine: str = "torch") -> list[dict[str, Any]]:
+    if (nranks, engine) not in _cache:
+        _cache[(nranks, engine)] = spawn(w.suite, nranks, args=(NUMEL, engine), timeout_s=200)
+    return _cache[(nranks, engine)]
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(220)
+@pytest.mark.parametrize("engine", ["torch", NIXL])
 @pytest.mark.parametrize("nranks", [2, 4])
-def test_collectives_match_torch_distributed_bit_for_bit(nranks: int) -> None:
-    for rank, all_res in enumerate(_results(nranks)):
+def test_collectives_match_torch_distributed_bit_for_bit(nranks: int, engine: str) -> None:
+    for rank, all_res in enumerate(_results(nranks, engine)):
         res = all_res["exactness"]
         assert res["mismatches"] == [], f"rank {rank}: {res['mismatches']}"
-        assert res["transport"] == "gloo/tcp"
-        assert res["size"] == nranks
+        assert res["size"] == nranks and res["engine"] == engine
         assert res["table"] == [(r, r, r) for r in range(nranks)]
         calls, nbytes = res["stats"]["all_reduce"]
-        # 3 dtypes x (3 ops + async), every one recorded with the tensor's size.
-        assert calls == 12 and nbytes > 0
+        # 3 dtypes x (4 ops + async), every one recorded with the tensor's size.
+        assert calls == 15 and nbytes > 0
         assert set(res["stats"]) >= {"all_gather", "reduce_scatter", "broadcast", "all_to_all", "batch_send_recv"}
+        if engine == "torch":
+            assert res["transport"] == "gloo/tcp"
+            assert not any(res["nixl"].values())
+        else:
+            # UCX's own lane report: shared memory between two local processes, Gloo for what is too big.
+            assert res["transport"].startswith("nixl/shm(") and res["transport"].endswith("+gloo/tcp")
+            # Every small collective went through NIXL; reduce_scatter/all_to_all are never routed.
+            assert res["nixl"]["all_reduce"] >= 15 and res["nixl"]["broadcast"] == 3 * nranks
+            assert res["nixl"]["all_gather"] == 6 and res["nixl"]["batch_send_recv"] == 3
+            assert res["nixl"]["reduce_scatter"] == 0 and res["nixl"]["all_to_all"] == 0
 
 
-@pytest.mark.timeout(150)
-def test_mesh_builds_tp_and_pp_groups_with_group_local_ranks() -> None:
-    for rank, all_res in enumerate(_results(4)):
+@pytest.mark.timeout(220)
+@pytest.mark.parametrize("engine", ["torch", NIXL])
+def test_mesh_builds_tp_and_pp_groups_with_group_local_ranks(engine: str) -> None:
+    for rank, all_res in enumerate(_results(4, engine)):
         res = all_res["mesh"]
         pp, tp = divmod(rank, 2)
         assert res["tp"]["ranks"] == (2 * pp, 2 * pp + 1)
@@ -56,10 +70,11 @@ def test_mesh_builds_tp_and_pp_groups_with_group_local_ranks() -> None:
         assert res["tp"]["bcast"] == float(2 * pp + 1) and res["pp"]["bcast"] == float(tp + 2)
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(220)
 @pytest.mark.parametrize("nranks", [2, 4])
-def test_codecs_meet_documented_bounds_and_report_exact_wire_bytes(nranks: int) -> None:
-    reports = [r["codecs"] for r in _results(nranks)]
+@pytest.mark.parametrize("engine", ["torch", NIXL])
+def test_codecs_meet_documented_bounds_and_report_exact_wire_bytes(nranks: int, engine: str) -> None:
+    reports = [r["codecs"] for r in _results(nranks, engine)]
     for rank, report in enumerate(reports):
         # codecs x input kinds x dtypes x (sum, avg, pipelined sum, all_gather)
         assert len(report) == 3 * 4 * 2 * 4
@@ -72,10 +87,11 @@ def test_codecs_meet_documented_bounds_and_report_exact_wire_bytes(nranks: int) 
     assert all(r == reports[0] for r in reports[1:])
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(220)
 @pytest.mark.parametrize("nranks", [2, 4])
-def test_bucketing_round_trips_mixed_shapes_and_dtypes_in_place(nranks: int) -> None:
-    for all_res in _results(nranks):
+@pytest.mark.parametrize("engine", ["torch", NIXL])
+def test_bucketing_round_trips_mixed_shapes_and_dtypes_in_place(nranks: int, engine: str) -> None:
+    for all_res in _results(nranks, engine):
         res = all_res["bucketing"]
         assert all(res["ok"]), res
         assert all(res["same_storage"])

@@ -9,6 +9,7 @@ import pytest
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import SpawnError, free_port, spawn, under_torchrun
 from tensorfabric.transfer.launch import torchrun_env
+from tensorfabric.transfer.nixl_engine import available
 
 from . import _transfer_light as light
 from . import _transfer_workers as w
@@ -28,6 +29,30 @@ def test_rank_killed_mid_collective_makes_the_other_raise_transfer_error() -> No
     assert survivor["op"] == "all_reduce" and survivor["group"] == "world" and survivor["peer"] == 1
     assert "suspect rank 1" in survivor["error"]
     assert survivor["seconds"] < PEER_TIMEOUT_S + 5  # within the group's timeout (plus scheduling slack)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
+def test_rank_killed_during_a_nixl_collective_makes_the_other_raise_transfer_error() -> None:
+    with pytest.raises(SpawnError) as info:
+        spawn(w.killed_peer, 2, args=(PEER_TIMEOUT_S, "nixl", 1000), timeout_s=50, grace_s=PEER_TIMEOUT_S + 10)
+    survivor = info.value.results[0]
+    assert survivor["error"] is not None, "the surviving rank finished a NIXL collective with a dead peer"
+    assert survivor["op"] == "all_reduce" and survivor["group"] == "world" and survivor["peer"] == 1
+    assert "through nixl" in survivor["error"] and "suspect rank 1" in survivor["error"]
+    assert "exited" in survivor["error"]  # noticed by the liveness check, not only by the timeout
+    assert survivor["seconds"] < PEER_TIMEOUT_S + 5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
+def test_stalled_peer_times_out_through_nixl_naming_it() -> None:
+    survivor, _ = spawn(w.stalled_peer, 2, args=(3.0, "nixl"), timeout_s=40)
+    assert survivor["error"] is not None, "rank 0 finished a NIXL all_reduce its peer never joined"
+    assert survivor["peer"] == 1 and survivor["op"] == "all_reduce" and "timed out after 3 s" in survivor["error"]
+    assert survivor["seconds"] < 3.0 + 5
 
 
 @pytest.mark.slow

@@ -88,6 +88,21 @@ def lab_options(what: str) -> Callable[[F], F]:
     return decorate
 
 
+def engine_options(what: str) -> Callable[[F], F]:
+    """``--engine auto|torch|nixl`` and ``--require-rdma``: which path small tensors take, and whether a transport
+    other than RDMA (a silent shared-memory or TCP fallback) is an error."""
+    def decorate(fn: F) -> F:
+        fn = click.option("--require-rdma", is_flag=True,
+                          help="Fail unless the transport UCX/NCCL report is RDMA (no silent shm/TCP fallback).")(fn)
+        from tensorfabric.transfer.nixl_setup import ENGINES
+
+        return click.option("--engine", type=click.Choice(ENGINES), default="auto",
+                            show_default=True,
+                            help=f"nixl: {what} through NIXL/UCX one-sided writes; torch: all through "
+                                 "torch.distributed; auto: nixl when installed.")(fn)
+    return decorate
+
+
 def count(low: int, high: int | None = None) -> click.IntRange:
     """An integer range every integer flag declares (``None``: no upper bound)."""
     return click.IntRange(low, high)

@@ -14,23 +14,42 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import SIZE, emit_json, progress
-from tensorfabric.cli._options import OUTPUT_FILE, codec_option, count, json_option, lab_options, timeout_option
-from tensorfabric.errors import InputError
+from tensorfabric.cli._options import (
+    OUTPUT_FILE,
+    codec_option,
+    count,
+    engine_options,
+    json_option,
+    lab_options,
+    timeout_option,
+)
+from tensorfabric.errors import InputError, TransferError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
 
 
-def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> Any:
-    """Body of one rank (module level so ``spawn`` can pickle it)."""
-    from tensorfabric.transfer.bench import BenchConfig, run_bench, sizes
+def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float, engine: str = "auto",
+              require: str = "warn", stream: bool = False) -> Any:
+    """Body of one rank (module level so ``spawn`` can pickle it). With ``stream`` rank 0 prints the header
+    and each row as it is measured (an interrupted sweep keeps its rows); the caller prints the footer."""
+    from tensorfabric.transfer.bench import BenchConfig, BenchResult, run_bench, sizes
     from tensorfabric.transfer.group import init
 
-    group = init(timeout_s=timeout_s)
+    group = init(timeout_s=timeout_s, engine=engine, require_transport=require)
     try:
         if group.rank == 0:
+            on_row = None
+            if stream:
+                bare = BenchResult(config.op, group.size, group.backend, config.dtype, config.codec or "none",
+                                   transport=group.transport, engine=group.engine)
+                click.echo("\n".join(_header(bare, config)))
+
+                def on_row(row: Any) -> None:
+                    click.echo(_row_line(row))
+                    sys.stdout.flush()
             steps = len(sizes(config.min_bytes, config.max_bytes, config.factor))
             with progress(f"{config.op} x{group.size}", steps, enabled=show_progress) as advance:
-                return run_bench(group, config, advance)
+                return run_bench(group, config, advance, on_row)
         assert isinstance(config, BenchConfig)
         run_bench(group, config)
         return None
@@ -41,7 +60,7 @@ def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float) -> 
 def _header(result: Any, config: Any) -> list[str]:
     lines = [
         f"# tensorfabric bench: {result.op}  nranks {result.nranks}  backend {result.backend}"
-        + (f"  transport {result.transport}" if result.transport else "")
+        f"  engine {result.engine}" + (f"  transport {result.transport}" if result.transport else "")
         + f"  dtype {result.dtype}  codec {result.codec}",
     ]
     if config is not None:
@@ -60,17 +79,21 @@ def _header(result: Any, config: Any) -> list[str]:
     return lines
 
 
+def _row_line(r: Any) -> str:
+    line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
+            f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
+    if r.wire_bytes is not None:
+        line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
+    return line
+
+
+def _footer(result: Any) -> list[str]:
+    return [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
+            f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
+
+
 def format_table(result: Any, config: Any = None) -> str:
-    lines = _header(result, config)
-    for r in result.rows:
-        line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
-                f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
-        if r.wire_bytes is not None:
-            line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
-        lines.append(line)
-    lines += [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
-              f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
-    return "\n".join(lines)
+    return "\n".join([*_header(result, config), *(_row_line(r) for r in result.rows), *_footer(result)])
 
 
 def _plot(path: str, results: list[Any]) -> None:
@@ -95,15 +118,44 @@ def _plot(path: str, results: list[Any]) -> None:
     atomic_write_figure(path, fig, dpi=110, bbox_inches="tight")
 
 
-def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
-    from tensorfabric.transfer.launch import spawn, under_torchrun
+def _sweep(config: Any, nproc: int, timeout_s: float, engine: str = "auto", require: str = "warn",
+           stream: bool = False) -> Any:
+    from tensorfabric.transfer.bench import rank_bytes
+    from tensorfabric.transfer.launch import SpawnError, spawn, under_torchrun
 
     show = sys.stderr.isatty() and sys.stdout.isatty()
+    args = (config, show, timeout_s, engine, require, stream)
     if under_torchrun(os.environ):
-        return _run_rank(int(os.environ["RANK"]), config, show, timeout_s)
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+        _check_memory(rank_bytes(config, int(os.environ["WORLD_SIZE"])), local, config)
+        return _run_rank(int(os.environ["RANK"]), *args)
+    _check_memory(rank_bytes(config, nproc), nproc, config)
     if nproc == 1:
-        return _run_rank(0, config, show, timeout_s)
-    return spawn(_run_rank, nproc, args=(config, show, timeout_s), timeout_s=timeout_s * 4 + 60)[0]
+        return _run_rank(0, *args)
+    try:
+        return spawn(_run_rank, nproc, args=args, timeout_s=timeout_s * 4 + 60)[0]
+    except SpawnError as exc:
+        cause = exc.root_cause()
+        if cause is None:
+            raise
+        raise TransferError(f"a rank failed: {cause}", op="bench") from exc
+
+
+def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "/proc/meminfo") -> None:
+    """InputError before any rank starts when the sweep cannot fit in this host's available memory."""
+    from tensorfabric.units import format_size
+
+    try:
+        with open(meminfo) as handle:
+            fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        available = int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return  # not Linux, or an unreadable meminfo: nothing to check against
+    if per_rank * local_ranks > available:
+        raise InputError(f"--max {format_size(config.max_bytes)}: {config.op} needs about {format_size(per_rank)} "
+                         "per rank, "
+                         f"{format_size(per_rank * local_ranks)} for {local_ranks} rank(s) on this host, but only "
+                         f"{format_size(available)} of memory is available; lower --max")
 
 
 @click.command(name="bench", context_settings={"help_option_names": ["-h", "--help"]})
@@ -121,11 +173,12 @@ def _sweep(config: Any, nproc: int, timeout_s: float) -> Any:
               help="Spawn this many local ranks (ignored under torchrun).")
 @lab_options("needs root")
 @timeout_option("120s", "How long any collective may take before it fails, e.g. 120s or 5min.")
+@engine_options("tensors up to 64 KiB")
 @json_option("Print one JSON object instead of the table.")
 @click.option("--plot", type=OUTPUT_FILE, default=None, help="Write busbw vs size to FILE.png.")
 def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int, dtype: str,
         codec: str | None, block: int, nproc: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
-        as_json: bool, plot: str | None) -> int:
+        engine: str, require_rdma: bool, as_json: bool, plot: str | None) -> int:
     """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
     from dataclasses import replace
 
@@ -133,7 +186,6 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
 
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
-    _check_fits(max_bytes, 1 if lab_spec is not None else nproc)
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
                          iters=iters, dtype=dtype, codec=codec, block=block)
     configs = [config]
@@ -141,11 +193,14 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
         # The overlay needs the uncompressed curve from the same machine and setup.
         configs.append(replace(config, codec=None))
     results: list[Any] = []
-    for cfg in configs:
+    require = "rdma" if require_rdma else "warn"
+    # Streaming rows as they are measured keeps them when the sweep is interrupted (local ranks only).
+    streamed = lab_spec is None and not as_json
+    for index, cfg in enumerate(configs):
         if lab_spec is not None:
-            results.append(_lab_sweep(lab_spec, lab_name, cfg, timeout_s))
+            results.append(_lab_sweep(lab_spec, lab_name, cfg, timeout_s, engine, require))
         else:
-            result = _sweep(cfg, nproc, timeout_s)
+            result = _sweep(cfg, nproc, timeout_s, engine, require, stream=streamed and index == 0)
             if result is None:  # a non-zero rank under torchrun: rank 0 reports
                 return 0
             results.append(result)
@@ -154,28 +209,20 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
         _plot(plot, results)
     if as_json:
         emit_json(result.to_dict())
+    elif streamed:
+        click.echo("\n".join(_footer(result)))
     else:
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0
 
 
-# Each local rank holds the input, the output and a reference copy of the largest size at once.
-_BUFFERS_PER_RANK = 3
-
-
-def _check_fits(max_bytes: int, nranks: int, physical_bytes: int | None = None) -> None:
-    """A sweep whose largest buffers exceed this machine's memory fails up front, not as an allocator crash."""
-    if physical_bytes is None:
-        physical_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    need = max_bytes * _BUFFERS_PER_RANK * nranks
-    if need > physical_bytes:
-        from tensorfabric.units import format_size
-
-        raise InputError(f"--max {format_size(max_bytes)}: {nranks} rank(s) need about {format_size(need)} and "
-                         f"this machine has {format_size(physical_bytes)} of memory; pass a smaller --max")
-
-
-def _lab_sweep(spec: str, name: str | None, config: Any, timeout_s: float) -> Any:
+def _lab_sweep(spec: str, name: str | None, config: Any, timeout_s: float, engine: str, require: str) -> Any:
     from tensorfabric.lab.launch import run_lab
+    from tensorfabric.lab.spec import parse_short_spec
+    from tensorfabric.transfer.bench import rank_bytes
 
-    return run_lab(spec, _run_rank, (config, False, timeout_s), timeout_s=timeout_s * 4 + 120, name=name)[0]
+    hosts, _ = parse_short_spec(spec)
+    # Lab hosts are namespaces of this machine: their ranks share its memory.
+    _check_memory(rank_bytes(config, hosts), hosts, config)
+    return run_lab(spec, _run_rank, (config, False, timeout_s, engine, require), timeout_s=timeout_s * 4 + 120,
+                   name=name)[0]

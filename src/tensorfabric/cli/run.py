@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tensorfabric.cli._common import console, emit_json, progress
-from tensorfabric.cli._options import OUTPUT_FILE, codec_option, count, json_option, lab_options, timeout_option
+from tensorfabric.cli._options import (
+    OUTPUT_FILE,
+    codec_option,
+    count,
+    engine_options,
+    json_option,
+    lab_options,
+    timeout_option,
+)
 from tensorfabric.inference.default import TINY_NAME
 
 if TYPE_CHECKING:
@@ -133,11 +141,12 @@ def _render(report: dict[str, Any]) -> None:
               help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
 @click.option("--warmup/--no-warmup", default=True, show_default=True,
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
+@engine_options("small tensors (the decode collectives)")
 @json_option("One JSON object on stdout.")
 def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...], chat: bool, max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str | None, codec_decode: bool,
         dtype: str, microbatches: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
-        logits_path: str | None, warmup: bool, as_json: bool) -> int:
+        logits_path: str | None, warmup: bool, engine: str, require_rdma: bool, as_json: bool) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.inference.report import summarize
     from tensorfabric.inference.runner import RunConfig, prepare
@@ -156,7 +165,8 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
                     sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                             seed=seed, stop_at_eos=not ignore_eos),
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
-                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup)
+                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup,
+                    engine=engine, require_rdma=require_rdma)
     show = not as_json
     # The last stage's first tensor-parallel rank holds the logits.
     logits_rank = (pp - 1) * tp

@@ -85,15 +85,20 @@ class GroupStage:
 
 
 def merge_stats(groups: Sequence[Group]) -> dict[str, dict[str, Any]]:
-    """Per collective type totals over ``groups``: calls, bytes, wire_bytes, seconds, codecs used."""
+    """Per collective type totals over ``groups``: calls, bytes, wire_bytes, seconds, codecs used, and for the
+    calls through NIXL (``nixl_calls``) the part of ``seconds`` spent waiting for the slowest peer
+    (``wait_seconds``; the rest is this rank moving bytes: copies, posts, sums)."""
     out: dict[str, dict[str, Any]] = {}
     for group in groups:
         for s in group.stats.snapshot():
-            entry = out.setdefault(s.op, {"calls": 0, "bytes": 0, "wire_bytes": 0, "seconds": 0.0, "codecs": []})
+            entry = out.setdefault(s.op, {"calls": 0, "bytes": 0, "wire_bytes": 0, "seconds": 0.0, "codecs": [],
+                                          "wait_seconds": 0.0, "nixl_calls": 0})
             entry["calls"] += s.calls
             entry["bytes"] += s.bytes
             entry["wire_bytes"] += s.wire_bytes
             entry["seconds"] += s.seconds
+            entry["wait_seconds"] += s.wait_seconds
+            entry["nixl_calls"] += s.nixl_calls
             if s.codec not in entry["codecs"]:
                 entry["codecs"].append(s.codec)
     return out

@@ -41,7 +41,11 @@ def summarize(result: RankResult, cfg: RunConfig, texts: Sequence[str], model_di
         "codec_decode": cfg.codec_decode,
         "transport": result.transport,
         "comm": {op: {"calls": s["calls"], "bytes": s["bytes"], "wire_bytes": s["wire_bytes"],
-                      "seconds": s["seconds"], "codecs": s["codecs"]} for op, s in sorted(result.comm.items())},
+                      "seconds": s["seconds"], "codecs": s["codecs"], "nixl_calls": s.get("nixl_calls", 0),
+                      "wait_s": s.get("wait_seconds", 0.0),
+                      "move_s": s["seconds"] - s.get("wait_seconds", 0.0) if s.get("nixl_calls") else None}
+                 for op, s in sorted(result.comm.items())},
+        "engine": cfg.engine,
         "per_token": {"compute_s": max(step_mean - comm_per_token, 0.0), "comm_s": comm_per_token},
         "prefill_comm_s": result.prefill_comm_s,
         "new_tokens": new_tokens,

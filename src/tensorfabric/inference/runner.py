@@ -47,6 +47,9 @@ class RunConfig:
     microbatches: int = 0  # 0: one per pipeline stage
     keep_logits: bool = False
     backend: str = "gloo"
+    engine: str = "auto"
+    """Transfer engine for small tensors: ``nixl``, ``torch`` or ``auto`` (see ``transfer.init``)."""
+    require_rdma: bool = False
     timeout_s: float = 120.0
     warmup: bool = True
     """One unmeasured prefill + token on the same prompts first, so TTFT is a warmed engine's (no first-call
@@ -124,6 +127,16 @@ def _rss(field_name: str, status: Path) -> int:
     return 0
 
 
+def torch_threads(local_ranks: int, current: int, cores: int | None = None) -> int:
+    """Intra-op threads per rank so that ranks x threads never exceeds the cores: an oversubscribed core
+    stalls the rank the others wait for, and that stall is counted as communication time. Never more than
+    ``current`` (what OMP_NUM_THREADS or the caller already chose)."""
+    import os
+
+    available = cores if cores is not None else len(os.sched_getaffinity(0))
+    return max(1, min(current, available // max(1, local_ranks)))
+
+
 def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progress: Progress | None = None,
              proc_status: Path = Path("/proc/self/status"),
              clock: Callable[[], float] = time.perf_counter) -> RankResult:
@@ -139,7 +152,9 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
     env = environ if environ is not None else {}
     world_size = int(env.get("WORLD_SIZE", "1") or 1)
     prep = prepare(cfg, world_size)
-    world = init(cfg.backend, timeout_s=cfg.timeout_s, environ=env)
+    torch.set_num_threads(torch_threads(int(env.get("LOCAL_WORLD_SIZE", "1") or 1), torch.get_num_threads()))
+    world = init(cfg.backend, timeout_s=cfg.timeout_s, environ=env, engine=cfg.engine,
+                 require_transport="rdma" if cfg.require_rdma else "warn")
     try:
         groups = [world]
         tp_comm: TPComm = LocalComm()

@@ -57,6 +57,10 @@ def rank_env(plan: LabPlan, rank: int, master_port: int = DEFAULT_MASTER_PORT) -
         "LOCAL_WORLD_SIZE": "1",
         "GLOO_SOCKET_IFNAME": HOST_IFACE,
         "NCCL_SOCKET_IFNAME": HOST_IFACE,
+        # UCX (the NIXL engine) sees every namespace as one node and would move bytes by shared memory/CMA
+        # around the shaped link: TCP on the lab interface only keeps the lab honest.
+        "UCX_TLS": "tcp,self",
+        "UCX_NET_DEVICES": HOST_IFACE,
         "TENSORFABRIC_LAB_HOST": plan.hosts[rank],
     }
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tensorfabric.errors import LabError
+from tensorfabric.fsutil import SCRATCH_ENV
 from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
 from tensorfabric.signals import terminate_as_interrupt
@@ -74,9 +75,11 @@ def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Map
             Lab(hosts=hosts, rate=rate_bps, name=name, state_dir=state_dir) as lab:
         outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(hosts)]  # noqa: SIM115
         errs = [open(Path(tmp, f"rank{r}.err"), "w+b") for r in range(hosts)]  # noqa: SIM115
+        # Ranks keep their scratch files (UCX logs) in this directory, so they go with it even if killed.
+        envs = lab.rank_envs({**(os.environ if env is None else env), SCRATCH_ENV: tmp})
         try:
             procs = [lab.popen(host, cmd, env=env_r, stdout=outs[r], stderr=errs[r])
-                     for r, (host, env_r) in enumerate(zip(lab.hosts, lab.rank_envs(env), strict=True))]
+                     for r, (host, env_r) in enumerate(zip(lab.hosts, envs, strict=True))]
             codes = wait_ranks([p.poll for p in procs], timeout_s=timeout_s, grace_s=grace_s)
             lab.kill_processes()
             if any(code != 0 for code in codes):

@@ -19,10 +19,20 @@ as nccl-tests does; the size column shows the total. The footer's average is the
 over every row.
 
 Check: uncompressed runs use small integers (exact in float32 and bfloat16 whatever the summation order), so
-``#wrong`` counts elements that differ at all from the locally computed expectation. Codec runs use seeded
-normal data; ``max_error`` is measured against the float64 exact result and ``#wrong`` counts elements outside
-the codec's documented bound (:mod:`tensorfabric.transfer.compressed`). With a codec ``S`` is still the
-uncompressed size, so busbw is the *effective* bandwidth; ``wire_bytes`` is the encoded size.
+``#wrong`` counts elements that differ at all from the expectation. Each rank builds **only its own input**
+(``x_r[i] = (7i + 3r + salt) mod 17 - 8``) and checks its result against a closed form: the sum over ranks of
+``(a + 3r) mod 17`` depends only on ``a = (7i + salt) mod 17`` and repeats every 17 ranks, so a 17-entry
+table gives every element's sum for any number of ranks; results are checked in chunks of ``_CHECK_CHUNK``
+elements. Memory per rank is therefore the op's own buffers plus a few float64 chunks, whatever the world
+size. Codec runs use seeded normal
+data and still build every rank's input, because the documented error bound is a function of all of them;
+``max_error`` is measured against the float64 exact result and ``#wrong`` counts elements outside the bound
+(:mod:`tensorfabric.transfer.compressed`). With a codec ``S`` is still the uncompressed size, so busbw is the
+*effective* bandwidth; ``wire_bytes`` is the encoded size.
+
+Rows reach ``on_row`` as they are measured (``tensorfabric bench`` prints them at once, so an interrupted
+sweep keeps what it measured); :func:`rank_bytes` is the per-rank memory a sweep needs, which the CLI
+checks against the host's available memory before any rank starts.
 """
 
 from __future__ import annotations
@@ -40,12 +50,15 @@ if TYPE_CHECKING:
     from tensorfabric.transfer.codecs import BlockCodec
     from tensorfabric.transfer.group import Group
 
-__all__ = ["OPS", "DTYPES", "BenchConfig", "BenchResult", "BenchRow", "sizes", "run_bench", "bus_factor"]
+__all__ = ["OPS", "DTYPES", "BenchConfig", "BenchResult", "BenchRow", "bus_factor", "rank_bytes", "run_bench",
+           "sizes"]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
 CODEC_OPS = ("all_reduce", "all_gather")
 DTYPES = {"float32": "float", "bfloat16": "bfloat16"}
 _SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")
+_CHECK_CHUNK = 2**20
+"""Elements checked at a time: the float64 expectation of a chunk is 8 MiB whatever the message size."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,9 @@ class BenchResult:
     codec: str
     rows: tuple[BenchRow, ...] = field(default_factory=tuple)
     transport: str = ""
+    engine: str = "torch"
+    ranks: tuple[dict[str, Any], ...] = ()
+    """The rank table: ``{"rank", "local_rank", "host", "pid"}`` per rank."""
 
     @property
     def avg_busbw(self) -> float:
@@ -122,14 +138,17 @@ class BenchResult:
         return sum(r.wrong for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "nranks": self.nranks, "backend": self.backend, "dtype": self.dtype,
-                "codec": self.codec, "rows": [r.to_dict() for r in self.rows], "avg_busbw": self.avg_busbw}
+        return {"op": self.op, "nranks": self.nranks, "backend": self.backend, "engine": self.engine,
+                "transport": self.transport, "dtype": self.dtype, "codec": self.codec,
+                "rows": [r.to_dict() for r in self.rows], "avg_busbw": self.avg_busbw, "ranks": list(self.ranks)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchResult:
         rows = tuple(BenchRow(**{k: row.get(k) for k in BenchRow.__dataclass_fields__ if k in row})
                      for row in data["rows"])
-        return cls(data["op"], int(data["nranks"]), data["backend"], data["dtype"], data["codec"], rows)
+        return cls(data["op"], int(data["nranks"]), data["backend"], data["dtype"], data["codec"], rows,
+                   str(data.get("transport", "")), str(data.get("engine", "torch")),
+                   tuple(data.get("ranks", ())))
 
 
 def bus_factor(op: str, n: int) -> float:
@@ -158,12 +177,25 @@ def _counts(op: str, size: int, typesize: int, n: int) -> tuple[int, int]:
     return count, count * typesize
 
 
-def _pattern(rank: int, count: int, dtype: torch.dtype, salt: int = 0) -> torch.Tensor:
+def _pattern(rank: int, count: int, dtype: torch.dtype, salt: int = 0, start: int = 0) -> torch.Tensor:
+    """Elements ``start .. start+count`` of rank ``rank``'s input."""
     import torch
 
     # Integers in [-8, 8]: any sum over <= 32 ranks stays exact in bfloat16 (8 significant bits).
-    values = (torch.arange(count, dtype=torch.int64) * 7 + rank * 3 + salt) % 17 - 8
+    values = ((torch.arange(start, start + count, dtype=torch.int64) * 7 + rank * 3 + salt) % 17) - 8
     return values.to(dtype)
+
+
+def _sum_of_patterns(n: int, count: int, salt: int = 0, start: int = 0) -> torch.Tensor:
+    """Closed form of ``sum(_pattern(r, ...) for r in range(n))`` in float64, without building n inputs."""
+    import torch
+
+    # sum_r ((a + 3r) mod 17) for each residue a: full cycles of 17 ranks contribute 0+1+...+16 = 136 each.
+    full, rest = divmod(n, 17)
+    table = torch.tensor([136 * full + sum((a + 3 * r) % 17 for r in range(rest)) - 8 * n for a in range(17)],
+                         dtype=torch.float64)
+    a = (torch.arange(start, start + count, dtype=torch.int64) * 7 + salt) % 17
+    return table[a]
 
 
 def _random(rank: int, count: int, seed: int) -> torch.Tensor:
@@ -173,23 +205,38 @@ def _random(rank: int, count: int, seed: int) -> torch.Tensor:
     return torch.randn(count, generator=gen, dtype=torch.float32)
 
 
+def rank_bytes(config: BenchConfig, n: int) -> int:
+    """Peak bytes one rank allocates for the sweep's largest size (buffers, result, float64 check chunks;
+    codec runs also hold every rank's input and its float64 copies)."""
+    typesize = 2 if config.dtype == "bfloat16" else 4
+    size = sizes(config.min_bytes, config.max_bytes, config.factor)[-1]
+    count, total = _counts(config.op, size, typesize, n)
+    mine = count * typesize * (n if config.op in ("reduce_scatter", "all_to_all") else 1)
+    out = total if config.op == "all_gather" else mine
+    check = 8 * 3 * min(_CHECK_CHUNK, out // typesize)
+    codec = (n * mine + 2 * 8 * n * (mine // typesize)) if config.codec is not None else 0
+    return 3 * mine + out + check + codec
+
+
 class _Case:
-    """One op at one size: fresh inputs, the call to time, and the check of its result."""
+    """One op at one size: this rank's input, the call to time, and the check of its result."""
 
     def __init__(self, group: Group, op: str, count: int, dtype: torch.dtype, codec: BlockCodec | None,
                  seed: int) -> None:
         self.group, self.op, self.count, self.dtype, self.codec, self.seed = group, op, count, dtype, codec, seed
         n, r = group.size, group.rank
         self.total = count * n if op in _SPLIT_OPS and op != "all_gather" else count
+        self.inputs: list[torch.Tensor] = []
         if codec is not None:
             self.inputs = [_random(i, self.total, seed).to(dtype) for i in range(n)]
+            self.mine = self.inputs[r]
         else:
-            self.inputs = [_pattern(i, self.total, dtype) for i in range(n)]
-        self.buf = self.inputs[r].clone()
+            self.mine = _pattern(r, self.total, dtype)
+        self.buf = self.mine.clone()
         self.recv = self.buf.clone()
 
     def reset(self) -> None:
-        self.buf.copy_(self.inputs[self.group.rank])
+        self.buf.copy_(self.mine)
 
     def run(self) -> Any:
         g, op = self.group, self.op
@@ -216,34 +263,59 @@ class _Case:
         g.batch_send_recv([SendRecv("send", self.buf, nxt), SendRecv("recv", self.recv, prev)])
         return self.recv
 
-    def expected(self) -> torch.Tensor:
+    def _input(self, rank: int, count: int, start: int) -> torch.Tensor:
+        """float64 elements ``start .. start+count`` of rank ``rank``'s input."""
         import torch
 
+        if self.codec is not None:
+            return self.inputs[rank][start:start + count].to(torch.float64)
+        return _pattern(rank, count, torch.float64, start=start)
+
+    def _sum(self, count: int, start: int) -> torch.Tensor:
+        import torch
+
+        if self.codec is not None:
+            return torch.stack([x[start:start + count].to(torch.float64) for x in self.inputs]).sum(0)
+        return _sum_of_patterns(self.group.size, count, start=start)
+
+    def expected(self) -> list[tuple[int, int, Callable[[int, int], torch.Tensor]]]:
+        """``(offset into the flat result, length, make(start, n))`` pieces covering the result, where
+        ``make`` builds elements ``start .. start+n`` of the piece in float64 (so checks can go chunk by chunk)."""
         n, r, c = self.group.size, self.group.rank, self.count
-        exact = [x.to(torch.float64) for x in self.inputs]
+
+        def inp(rank: int, base: int) -> Callable[[int, int], torch.Tensor]:
+            return lambda start, k: self._input(rank, k, base + start)
+
         if self.op == "all_reduce":
-            return torch.stack(exact).sum(0)
+            return [(0, c, lambda start, k: self._sum(k, start))]
         if self.op == "all_gather":
-            return torch.cat(exact)
+            return [(i * c, c, inp(i, 0)) for i in range(n)]
         if self.op == "reduce_scatter":
-            return torch.stack(exact).sum(0)[r * c:(r + 1) * c]
+            return [(0, c, lambda start, k: self._sum(k, r * c + start))]
         if self.op == "broadcast":
-            return exact[0]
+            return [(0, c, inp(0, 0))]
         if self.op == "all_to_all":
-            return torch.cat([x[r * c:(r + 1) * c] for x in exact])
-        return exact[(r - 1) % n]
+            return [(i * c, c, inp(i, r * c)) for i in range(n)]
+        return [(0, self.total, inp((r - 1) % n, 0))]
 
     def check(self, result: torch.Tensor) -> tuple[int, float]:
         import torch
 
-        got = result.reshape(-1).to(torch.float64)
-        want = self.expected()
-        err = (got - want).abs()
-        max_error = float(err.max()) if err.numel() else 0.0
-        if self.codec is None:
-            return int((err != 0).sum()), max_error
-        bound = self._bound()
-        return int((err > bound * (1 + 1e-6) + 1e-30).sum()), max_error
+        flat = result.reshape(-1)
+        wrong, max_error = 0, 0.0
+        bound = self._bound() if self.codec is not None else None
+        for offset, length, make in self.expected():
+            for start in range(0, length, _CHECK_CHUNK):
+                k = min(_CHECK_CHUNK, length - start)
+                at = offset + start
+                err = (flat[at:at + k].to(torch.float64) - make(start, k)).abs()
+                if err.numel():
+                    max_error = max(max_error, float(err.max()))
+                if bound is None:
+                    wrong += int((err != 0).sum())
+                else:
+                    wrong += int((err > bound[at:at + k] * (1 + 1e-6) + 1e-30).sum())
+        return wrong, max_error
 
     def _bound(self) -> torch.Tensor:
         import torch
@@ -281,8 +353,10 @@ def _time_per_op(group: Group, case: _Case, warmup: int, iters: int) -> float:
     return float(seconds.item())
 
 
-def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None] | None = None) -> BenchResult:
-    """Run the sweep on ``group`` (every member calls this); every rank gets the same result."""
+def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None] | None = None,
+              on_row: Callable[[BenchRow], None] | None = None) -> BenchResult:
+    """Run the sweep on ``group`` (every member calls this); every rank gets the same result. ``on_row`` sees
+    each row as soon as it is measured."""
     import torch
 
     from tensorfabric.transfer.codecs import get_codec
@@ -309,13 +383,20 @@ def run_bench(group: Group, config: BenchConfig, advance: Callable[[float], None
                 wire = codec.encoded_nbytes(codec.padded(count, n))
             else:
                 wire = codec.encoded_nbytes(codec.padded(count)) * n
-        rows.append(BenchRow(
+        row = BenchRow(
             size=total_bytes, count=count, type=DTYPES[config.dtype],
             redop="sum" if config.op in ("all_reduce", "reduce_scatter") else "none",
             root=0 if config.op == "broadcast" else -1, time_us=seconds * 1e6, algbw=algbw,
             busbw=algbw * bus_factor(config.op, n), wrong=wrong, wire_bytes=wire,
-            max_error=max_error if codec is not None else None))
+            max_error=max_error if codec is not None else None)
+        rows.append(row)
+        del case  # the next size allocates its own buffers; never hold two sizes at once
+        if on_row is not None:
+            on_row(row)
         if advance is not None:
             advance(1)
+    ranks = tuple({"rank": e.global_rank, "local_rank": e.local_rank, "host": e.host, "pid": e.pid}
+                  for e in group.table)
     # The result labels the uncompressed path "none", as its JSON and the table header always have.
-    return BenchResult(config.op, n, group.backend, config.dtype, config.codec or "none", tuple(rows), group.transport)
+    return BenchResult(config.op, n, group.backend, config.dtype, config.codec or "none", tuple(rows), group.transport,
+                       group.engine, ranks)

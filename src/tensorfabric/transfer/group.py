@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
-from tensorfabric.transfer import nccl
+from tensorfabric.transfer import nccl, nixl_ops, nixl_setup
 from tensorfabric.transfer.failures import to_transfer_error
 from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
@@ -43,10 +43,20 @@ if TYPE_CHECKING:
     import torch
 
     from tensorfabric.transfer.codecs import BlockCodec
+    from tensorfabric.transfer.nixl_engine import NixlEngine
 
-__all__ = ["BACKENDS", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
+__all__ = ["BACKENDS", "ENGINES", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
 
 BACKENDS = ("auto", "gloo", "nccl")
+ENGINES = nixl_setup.ENGINES
+NIXL_MAX_BYTES = 64 * 2**10
+"""Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
+Measured on two local ranks with benchmarks/small_message_latency.py (docs/transfer.md): NIXL's all_reduce
+median beat Gloo's in every run up to 64 KiB (9.1x quiet; 1.8-4.8x at load 6). Above it the answer depends
+on the machine: quiet, NIXL still won 7.1x at 128 KiB and 2.1x at 1 MiB; at load 6 it was mixed at 128-256 KiB
+and lost every run at 1 MiB (0.3-0.7x: NIXL sends the whole tensor to each peer and copies it twice more,
+Gloo's ring halves it). 64 KiB is where it won everywhere; ``init(nixl_max_bytes=...)`` raises it on a
+dedicated host. It is also the per-peer slot size, so the receive region costs ``slots x 64 KiB`` per peer."""
 REDUCE_OPS = ("sum", "avg", "max", "min", "product")
 PAIR_SUM_BYTES = 64 * 2**10
 """Two-rank Gloo sums up to this size run as one all_gather plus a local add instead of Gloo's ring (a
@@ -79,7 +89,7 @@ class Group:
     """A set of ranks that run collectives together (see the module docstring for the rank table)."""
 
     def __init__(self, *, name: str, backend: str, transport: str, pg: Any, table: Sequence[RankEntry],
-                 global_rank: int, timeout_s: float) -> None:
+                 global_rank: int, timeout_s: float, nixl: NixlEngine | None = None) -> None:
         self.name = name
         self.backend = backend
         self.transport = transport
@@ -92,10 +102,17 @@ class Group:
         self.timeout_s = timeout_s
         self.stats = GroupStats()
         self._host = self.table[self.rank].host
+        self.nixl = nixl
+        """The NIXL engine small tensors take (see NIXL_MAX_BYTES), or None: everything through torch."""
+
+    @property
+    def engine(self) -> str:
+        """``nixl`` when small tensors go through NIXL, else ``torch``."""
+        return "torch" if self.nixl is None else "nixl"
 
     def __repr__(self) -> str:
         return (f"Group(name={self.name!r}, rank={self.rank}, size={self.size}, backend={self.backend!r}, "
-                f"transport={self.transport!r})")
+                f"engine={self.engine!r}, transport={self.transport!r})")
 
     # -- plumbing ------------------------------------------------------------------------------------------
     def _error(self, exc: BaseException, op: str, peer: int | None = None) -> TransferError:
@@ -133,6 +150,18 @@ class Group:
         self.stats.record(op, codec, nbytes, nbytes if wire is None else wire, seconds)
         return Handle([], lambda: value) if async_op else value
 
+    def _via_nixl(self, op: str, nbytes: int, call: Callable[[NixlEngine], None], value: Any,
+                  async_op: bool) -> Any:
+        """Run a NIXL collective now (they complete synchronously) and record its time and its waiting."""
+        engine = self.nixl
+        assert engine is not None
+        t0 = time.perf_counter()
+        waited = engine.wait_s
+        call(engine)
+        self.stats.record(op, "none", nbytes, nbytes, time.perf_counter() - t0)
+        self.stats.record_wait(op, engine.wait_s - waited)
+        return Handle([], lambda: value) if async_op else value
+
     def _check_peer(self, peer: int, what: str) -> int:
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < self.size or peer == self.rank:
             raise InputError(f"{what}: {peer!r} must be a rank in group {self.name!r} other than this one "
@@ -160,6 +189,8 @@ class Group:
             return self._done("all_reduce", _nbytes(t), t, async_op, codec.name, wire, t0)
         if self.pg is None:
             return self._done("all_reduce", _nbytes(t), t, async_op)
+        if op in nixl_ops.REDUCE_OPS and t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("all_reduce", _nbytes(t), lambda e: nixl_ops.all_reduce(e, t, op), t, async_op)
         if self._use_pair_sum(t, op):
             return self._gather_sum(t, async_op)
         return self._run("all_reduce", _nbytes(t), lambda: dist.all_reduce(t, rop, self.pg, async_op=True),
@@ -204,6 +235,9 @@ class Group:
         if self.pg is None:
             out.copy_(src)
             return self._done("all_gather", _nbytes(out), out, async_op)
+        if nixl_ops.routable(self.nixl, src, _nbytes(src)):
+            return self._via_nixl("all_gather", _nbytes(out), lambda e: nixl_ops.all_gather(e, src, out), out,
+                                  async_op)
         return self._run("all_gather", _nbytes(out),
                          lambda: dist.all_gather_single(out, src, self.pg, async_op=True), lambda: out, async_op)
 
@@ -231,6 +265,8 @@ class Group:
             raise InputError(f"broadcast src: {src!r} must be a rank in group {self.name!r} (0..{self.size - 1})")
         if self.pg is None:
             return self._done("broadcast", _nbytes(t), t, async_op)
+        if t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("broadcast", _nbytes(t), lambda e: nixl_ops.broadcast(e, t, src), t, async_op)
         root = self.ranks[src]
         return self._run("broadcast", _nbytes(t), lambda: dist.broadcast(t, root, self.pg, async_op=True),
                          lambda: t, async_op, peer=src if src != self.rank else None)
@@ -255,6 +291,9 @@ class Group:
         import torch.distributed as dist
 
         peer = self._check_peer(dst, "send dst")
+        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            src = t.contiguous()
+            return self._via_nixl("send", _nbytes(t), lambda e: nixl_ops.send(e, src, dst), None, async_op)
         return self._run("send", _nbytes(t), lambda: dist.isend(t.contiguous(), peer, self.pg), lambda: None,
                          async_op, peer=dst)
 
@@ -265,6 +304,8 @@ class Group:
         peer = self._check_peer(src, "recv src")
         if not t.is_contiguous():
             raise InputError(f"recv: the buffer of shape {tuple(t.shape)} must be contiguous (use .contiguous())")
+        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
+            return self._via_nixl("recv", _nbytes(t), lambda e: nixl_ops.recv(e, t, src), t, async_op)
         return self._run("recv", _nbytes(t), lambda: dist.irecv(t, peer, self.pg), lambda: t, async_op, peer=src)
 
     def batch_send_recv(self, ops: Sequence[SendRecv], async_op: bool = False) -> Any:
@@ -273,16 +314,27 @@ class Group:
 
         if not ops:
             return self._done("batch_send_recv", 0, None, async_op)
-        p2p = []
+        p2p, small = [], []
         for item in ops:
             fn = {"send": dist.isend, "recv": dist.irecv}.get(item.kind)
             if fn is None:
                 raise InputError(f"batch_send_recv kind: {item.kind!r} is not one of send, recv")
-            p2p.append(dist.P2POp(fn, item.tensor, self._check_peer(item.peer, f"{item.kind} peer"), self.pg))
+            peer_global = self._check_peer(item.peer, f"{item.kind} peer")
+            # Each item is routed by its own size, as its partner routes the matching item.
+            if item.tensor.is_contiguous() and nixl_ops.routable(self.nixl, item.tensor, _nbytes(item.tensor)):
+                small.append(item)
+            else:
+                p2p.append(dist.P2POp(fn, item.tensor, peer_global, self.pg))
         nbytes = sum(_nbytes(item.tensor) for item in ops)
         peer = ops[0].peer if len({o.peer for o in ops}) == 1 else None
-        return self._run("batch_send_recv", nbytes, lambda: dist.batch_isend_irecv(p2p), lambda: None, async_op,
-                         peer=peer)
+        if not p2p:
+            return self._via_nixl("batch_send_recv", nbytes, lambda e: nixl_ops.batch(e, small), None, async_op)
+        handle = self._run("batch_send_recv", nbytes if not small else nbytes - sum(_nbytes(i.tensor) for i in small),
+                           lambda: dist.batch_isend_irecv(p2p), lambda: None, True, peer=peer)
+        if small:
+            self._via_nixl("batch_send_recv", sum(_nbytes(i.tensor) for i in small),
+                           lambda e: nixl_ops.batch(e, small), None, False)
+        return handle if async_op else handle.wait()
 
     def barrier(self) -> None:
         import torch.distributed as dist
@@ -341,13 +393,22 @@ class Group:
             except RuntimeError as exc:
                 raise self._error(exc, "new_group") from exc
         transport = self.transport if pg is not None else "local"
+        engine = None
+        if self.nixl is not None and pg is not None:
+            me = [e.global_rank for e in table].index(self.global_rank)
+            engine = nixl_setup.open_for_group(pg, table, me, name, self.timeout_s, self.nixl.max_bytes,
+                                               self.nixl.log_path)
+            transport = nixl_setup.transport_label(engine, self.transport.split("+")[-1], "any")
         return Group(name=name, backend=self.backend, transport=transport, pg=pg, table=table,
-                     global_rank=self.global_rank, timeout_s=self.timeout_s)
+                     global_rank=self.global_rank, timeout_s=self.timeout_s, nixl=engine)
 
     def destroy(self) -> None:
         """Tear the process group down (the world group also ends torch.distributed)."""
         import torch.distributed as dist
 
+        if self.nixl is not None:
+            self.nixl.close()
+            self.nixl = None
         if self.pg is None or not dist.is_initialized():
             return
         if self.pg is dist.group.WORLD:
@@ -368,7 +429,8 @@ def _int_env(environ: Mapping[str, str], key: str, default: int) -> int:
 
 
 def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str, str] | None = None,
-         nccl_env: Mapping[str, str] | None = None, require_transport: str = "warn", name: str = "world") -> Group:
+         nccl_env: Mapping[str, str] | None = None, require_transport: str = "warn", name: str = "world",
+         engine: str = "auto", nixl_max_bytes: int = NIXL_MAX_BYTES) -> Group:
     """Create (or adopt) the world process group from torchrun's env:// variables.
 
     ``backend``: auto (nccl when CUDA is available, else gloo), gloo or nccl. ``timeout_s`` bounds rendezvous
@@ -376,6 +438,12 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
     user settings; ``require_transport`` decides what a non-RDMA NCCL transport does: ``warn`` (log),
     ``rdma`` (raise TransferError) or ``any`` (accept silently). Gloo runs report ``gloo/tcp``; a world of one
     reports ``local`` and creates no process group.
+
+    ``engine``: ``torch`` (every tensor through torch.distributed), ``nixl`` (CPU tensors up to
+    ``nixl_max_bytes`` through the NIXL engine, larger ones through torch; InputError when NIXL is not
+    installed) or ``auto`` (nixl when installed and the backend is gloo). With NIXL the transport reads
+    ``nixl/<shm|tcp|rdma>(lanes UCX chose)+gloo/tcp`` and ``require_transport="rdma"`` refuses anything but
+    RDMA lanes.
     """
     import torch
     import torch.distributed as dist
@@ -389,6 +457,8 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
     if not timeout_s > 0:
         raise InputError(f"timeout_s: {timeout_s!r} must be a positive number of seconds such as 60")
     chosen = backend if backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    if engine not in ENGINES:
+        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     rank = _int_env(env, "RANK", 0)
     world = _int_env(env, "WORLD_SIZE", 1)
     local_rank = _int_env(env, "LOCAL_RANK", rank)
@@ -397,6 +467,7 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         table = [RankEntry(0, local_rank, 0, host, pid)]
         return Group(name=name, backend=chosen, transport="local", pg=None, table=table, global_rank=0,
                      timeout_s=timeout_s)
+    use_nixl = nixl_setup.wanted(engine, chosen, world)  # before the rendezvous: bad input fails every rank at once
     capture = None
     if chosen == "nccl":
         # NCCL reads the real process environment, so the hook writes there whatever ``environ`` was read from.
@@ -420,10 +491,17 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         raise TransferError(f"exchanging the rank table failed: {exc}", op="init", group=name) from exc
     table = [RankEntry(r, int(lr), r, str(h), int(p)) for r, (h, lr, p) in enumerate(infos)]
     transport = "gloo/tcp" if chosen == "gloo" else "nccl/unknown"
+    if chosen == "gloo" and require_transport == "rdma" and not use_nixl:
+        raise TransferError("--require-rdma: the torch engine on Gloo moves every tensor over TCP (gloo/tcp); "
+                            "use the nixl engine on a RoCE host (or NCCL on GPUs)", op="init", group=name)
     if capture is not None:
         probe = torch.ones(1, device="cuda")
         dist.all_reduce(probe)
         torch.cuda.synchronize()
         transport = nccl.verify(capture.read(), require_transport, group=name)
+    nixl = None
+    if use_nixl:
+        nixl = nixl_setup.open_world(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes)
+        transport = nixl_setup.transport_label(nixl, transport, require_transport)
     return Group(name=name, backend=chosen, transport=transport, pg=dist.group.WORLD, table=table,
-                 global_rank=rank, timeout_s=timeout_s)
+                 global_rank=rank, timeout_s=timeout_s, nixl=nixl)

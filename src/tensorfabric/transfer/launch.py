@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import TransferError
+from tensorfabric.fsutil import SCRATCH_ENV
 from tensorfabric.signals import terminate_as_interrupt
 
 __all__ = ["SpawnError", "free_port", "spawn", "torchrun_env", "under_torchrun"]
@@ -59,6 +60,15 @@ class SpawnError(TransferError):
         detail = "\n".join(f"--- rank {r} ---\n{text.rstrip()}" for r, text in self.failures.items())
         first = min(self.failures) if self.failures else None
         super().__init__(f"{message}\n{detail}" if detail else message, op="spawn", peer=first)
+
+    def root_cause(self) -> str | None:
+        """The exception line of the lowest rank that raised (``TransferError: ...``), or None when no
+        rank raised (they died or hung). What a CLI shows in one line."""
+        for text in self.failures.values():
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            if lines and text.startswith("Traceback"):
+                return lines[-1].strip()
+        return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -123,7 +133,7 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
     with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
         procs = [
             ctx.Process(target=_child, name=f"tensorfabric-rank{r}", daemon=True,
-                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, env, parent=parent_env),
+                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, {**(env or {}), SCRATCH_ENV: stack_dir}, parent=parent_env),
                               results, stack_dir))
             for r in range(nprocs)
         ]

@@ -36,21 +36,28 @@ class OpStat:
     wire_bytes: int
     """Sum of the encoded sizes in bytes (payload + scales); equals ``bytes`` without a codec."""
     seconds: float
+    wait_seconds: float = 0.0
+    """Of ``seconds``, the time blocked for peers' data (the slowest peer's lateness plus wire latency);
+    measured by the NIXL engine only (0 for calls through torch.distributed, which does not expose it)."""
+    nixl_calls: int = 0
+    """How many of ``calls`` went through the NIXL engine."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"op": self.op, "codec": self.codec, "calls": self.calls, "bytes": self.bytes,
-                "wire_bytes": self.wire_bytes, "seconds": self.seconds}
+                "wire_bytes": self.wire_bytes, "seconds": self.seconds, "wait_seconds": self.wait_seconds,
+                "nixl_calls": self.nixl_calls}
 
 
 class GroupStats:
     """Mutable accumulator owned by one :class:`~tensorfabric.transfer.group.Group`."""
 
-    __slots__ = ("_totals", "_listeners")
+    __slots__ = ("_totals", "_listeners", "_waits")
 
     def __init__(self) -> None:
         # (op, codec) -> [calls, bytes, wire_bytes, seconds]; a list, not a dataclass, to keep record() cheap.
         self._totals: dict[tuple[str, str], list[Any]] = {}
         self._listeners: list[Listener] = []
+        self._waits: dict[str, list[Any]] = {}  # op -> [nixl calls, seconds waited]
 
     def record(self, op: str, codec: str, nbytes: int, wire_bytes: int, seconds: float) -> None:
         entry = self._totals.get((op, codec))
@@ -63,20 +70,30 @@ class GroupStats:
         for listener in self._listeners:
             listener(op, codec, nbytes, wire_bytes, seconds)
 
+    def record_wait(self, op: str, seconds: float) -> None:
+        """Mark the last recorded ``op`` call as one through NIXL that waited ``seconds`` for peers."""
+        entry = self._waits.get(op)
+        if entry is None:
+            entry = self._waits[op] = [0, 0.0]
+        entry[0] += 1
+        entry[1] += seconds
+
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
     def snapshot(self) -> list[OpStat]:
         """Frozen totals, sorted by op then codec."""
-        return [OpStat(op, codec, int(c), int(b), int(w), float(s))
-                for (op, codec), (c, b, w, s) in sorted(self._totals.items())]
+        return [self.get(op, codec) for op, codec in sorted(self._totals)]
 
     def get(self, op: str, codec: str = "none") -> OpStat:
         c, b, w, s = self._totals.get((op, codec), (0, 0, 0, 0.0))
-        return OpStat(op, codec, int(c), int(b), int(w), float(s))
+        # Waits are only ever recorded for uncompressed calls (NIXL carries no codec).
+        calls, waited = self._waits.get(op, (0, 0.0)) if codec == "none" else (0, 0.0)
+        return OpStat(op, codec, int(c), int(b), int(w), float(s), float(waited), int(calls))
 
     def reset(self) -> None:
         self._totals.clear()
+        self._waits.clear()
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [s.to_dict() for s in self.snapshot()]

@@ -1,0 +1,393 @@
+"""The NIXL engine: one-sided UCX writes plus a notification, for the small tensors that set decode speed.
+
+Why: a 4 KiB Gloo all_reduce between two local processes costs 100-290 µs (two TCP message rounds through
+Gloo's ring, with its own threads), the same exchange as a NIXL WRITE + notification costs 10-20 µs (see
+docs/transfer.md for the measured table). NIXL is the engine vLLM, SGLang and Dynamo move KV blocks with; it
+sits on UCX, which picks shared memory/CMA on one host, TCP between hosts and RDMA verbs on RoCE NICs.
+
+Shape of one engine (one per :class:`~tensorfabric.transfer.group.Group` of two or more ranks):
+
+* an agent per rank, created at ``open_engine`` with **no progress thread** (this process polls; a progress
+  thread would fight the rank for one of very few cores), the UCX backend only;
+* a receive region registered once: ``slots`` slots of ``slot_bytes`` for every peer (the peer writes its
+  k-th message into slot ``k % slots`` of the region reserved for it), and a send staging region of the same
+  shape (UCX can only write from registered memory, and a copy of at most ``slot_bytes`` costs microseconds);
+* metadata (agent blob + region address) exchanged over the group's existing process group, then every
+  endpoint connected and one message sent both ways, because the first transfer to a peer pays 9-23 ms of
+  connection set-up that must not land in anyone's first decode token;
+* credit flow control: a sender never has more than ``slots`` unconsumed messages at a peer. Consumption is
+  acknowledged by piggy-backing the count on every data notification and, only when a rank is about to block,
+  by a standalone ``A<count>`` notification, so a blocked rank has always told everyone what it has freed.
+
+Notification format (bytes): ``D<seq>,<nbytes>,<acked>`` after a WRITE into slot ``seq % slots``;
+``A<acked>`` credit only. ``acked`` counts the messages of the notified peer this rank has consumed.
+
+Why data never rides inside a notification, although over TCP that would be one one-way trip instead of
+three (a WRITE completes only after the target's acknowledgement, and NIXL sends its notification after
+that; measured in the 2x1gbit lab at 4 KiB: 45 µs inline vs 226 µs): a standalone notification
+(``genNotif``) leaves this process only while the sender keeps progressing its worker. A broadcast root or a
+sender that returns to compute (or to a Gloo barrier) would hold its peer until its next NIXL call - a
+deadlock before a torch collective. A WRITE's own notification is delivered without that (tested with a
+root that sleeps after posting, over shared memory and over the lab's TCP). Standalone credit
+notifications are only sent by a rank about to block, which keeps polling by definition.
+
+Failure: every wait is bounded by ``timeout_s``; a peer on this host whose process is gone is noticed within
+``_LIVENESS_S`` and named; UCX errors on a transfer become TransferError. The backend runs with
+``ucx_error_handling_mode=none`` by default: it lets UCX use shared-memory lanes between local ranks (the
+``peer`` mode excludes them and falls back to TCP loopback, twice the latency), and failure detection does not
+depend on UCX because of the checks above.
+
+Environment: UCX reads the process environment, so :func:`prepare_ucx_env` (the one place this module writes
+it) sets ``UCX_MODULES=^efa`` (the wheel's EFA module crashes at exit when Debian's ibverbs-providers is
+installed) and the log capture that proves the transport (:mod:`tensorfabric.host.ucx_log`), never
+overriding a variable the user set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tensorfabric.errors import TransferError
+from tensorfabric.host.ucx_log import UcxTransport, classify, parse_ucx_log
+from tensorfabric.transfer.failures import process_gone
+
+if TYPE_CHECKING:
+    import torch
+
+    from tensorfabric.transfer.records import RankEntry
+
+__all__ = ["DEFAULT_SLOTS", "ERROR_MODES", "NixlEngine", "available", "open_engine", "prepare_ucx_env"]
+
+DEFAULT_SLOTS = 8
+"""Messages in flight per peer before a sender waits for credit: four collectives of recursive doubling or
+eight pipelined sends without a round trip."""
+ERROR_MODES = ("none", "peer")
+_SPIN_S = 5e-3
+"""Busy-poll (yielding the core between polls) this long before sleeping 20 µs between polls. Decode waits
+are the peer's compute skew plus scheduling noise: in three same-run pairs of `tensorfabric run` (tp=2,
+load 5-6) a 5 ms spin gave 104-218 tokens/s where a 200 µs spin gave 73-151, because a sleeping rank wakes
+on a timer, ~60-100 µs late. Past 5 ms the peer is genuinely busy (a pipeline stage computing) and polling
+would take CPU it may need."""
+_LIVENESS_S = 0.2
+"""How often a waiting rank checks that its local peers' processes still exist (a /proc read)."""
+
+
+def available() -> bool:
+    """Whether the NIXL wheel (``nixl-cu12``) can be imported here."""
+    try:
+        import nixl_cu12  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def prepare_ucx_env(environ: MutableMapping[str, str], log_path: str | None) -> None:
+    """Set what UCX must see before the agent exists, keeping every user setting."""
+    environ.setdefault("UCX_MODULES", "^efa")
+    if log_path is not None:
+        environ["UCX_LOG_LEVEL"] = "info"
+        environ["UCX_LOG_FILE"] = log_path
+
+
+def _size_class(nbytes: int) -> int:
+    """Bytes actually written for a message of ``nbytes``: eight classes per octave, at most 12.5 % extra, so
+    a handful of cached transfer handles serve every decode shape."""
+    if nbytes <= 256:
+        return 256
+    step = 1 << (nbytes.bit_length() - 4)
+    return -(-nbytes // step) * step
+
+
+class NixlEngine:
+    """Point-to-point messages between the ranks of one group (group ranks, not global ones)."""
+
+    def __init__(self, *, agent: Any, rank: int, peers: Sequence[str | None], table: Sequence[RankEntry],
+                 host: str, recv: torch.Tensor, send: torch.Tensor, remote_recv: Sequence[int], slot_bytes: int,
+                 slots: int, timeout_s: float, group: str, name: str, log_path: str | None) -> None:
+        size = len(peers)
+        self.agent, self.rank, self.size, self.group = agent, rank, size, group
+        self.max_bytes, self.slots, self.timeout_s = slot_bytes, slots, timeout_s
+        self._peers = list(peers)
+        self._peer_of = {name: p for p, name in enumerate(peers) if name is not None}
+        self._table, self._host = tuple(table), host
+        self._recv, self._send, self._remote_recv = recv, send, list(remote_recv)
+        self._sent = [0] * size       # messages posted to each peer
+        self._credit = [0] * size     # of those, how many the peer has consumed (its last ack)
+        self._taken = [0] * size      # messages consumed from each peer
+        self._acked = [0] * size      # of those, how many we have told the peer about
+        self._arrived: list[dict[int, int]] = [{} for _ in range(size)]  # peer -> seq -> nbytes
+        self._dlists: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self._handles: dict[tuple[int, int, int], Any] = {}
+        self._inflight: list[tuple[int, Any]] = []
+        self.name, self.log_path = name, log_path
+        """The agent's name (UCX's worker name in its log) and where UCX logs (``%p``: the pid), if captured."""
+        self.wait_s = 0.0
+        """Seconds spent blocked for peers (their lateness plus wire latency) since the last reset."""
+        self.owned_dir: str | None = None
+        """The directory of ``log_path`` when this (world) engine made it: removed at :meth:`close`."""
+
+    # -- the two primitives -------------------------------------------------------------------------------
+    def put(self, peer: int, data: torch.Tensor, op: str) -> None:
+        """Write ``data`` (a contiguous CPU tensor of at most ``max_bytes``) to ``peer``'s next slot."""
+        src = data.reshape(-1).view(_u8())
+        n = src.numel()
+        seq = self._sent[peer]
+        if seq - self._credit[peer] >= self.slots:
+            self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
+        slot = seq % self.slots
+        base = (peer * self.slots + slot) * self.max_bytes
+        self._send[base:base + n].copy_(src)
+        handle, posted = self._handle(peer, slot, _size_class(n))
+        if posted:
+            self._settle(handle, op, peer)
+        self._acked[peer] = self._taken[peer]
+        try:
+            status = self.agent.transfer(handle, b"D%d,%d,%d" % (seq, n, self._taken[peer]))
+        except Exception as exc:  # noqa: BLE001 -- nixl raises its own nixlBackendError/RuntimeError types
+            raise self._fail(op, peer, f"posting a write failed: {exc}") from exc
+        if status == "ERR":
+            raise self._fail(op, peer, "UCX reported an error posting the write")
+        self._sent[peer] = seq + 1
+        if status != "DONE":
+            self._inflight.append((peer, handle))
+
+    def take(self, peer: int, op: str) -> torch.Tensor:
+        """The next message from ``peer`` as a uint8 view into its slot; call :meth:`release` after copying."""
+        seq = self._taken[peer]
+        if seq not in self._arrived[peer]:
+            self._poll()
+            if seq not in self._arrived[peer]:
+                self._block(lambda: seq in self._arrived[peer], op, peer)
+        n = self._arrived[peer].pop(seq)
+        base = (peer * self.slots + seq % self.slots) * self.max_bytes
+        return self._recv[base:base + n]
+
+    def release(self, peer: int) -> None:
+        self._taken[peer] += 1
+
+    def finish(self, op: str) -> None:
+        """Drive this rank's own writes to completion (their notifications may already be delivered)."""
+        while self._inflight:
+            peer, handle = self._inflight.pop()
+            self._settle(handle, op, peer)
+
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+    def _handle(self, peer: int, slot: int, nbytes: int) -> tuple[Any, bool]:
+        """The cached WRITE handle for this slot and size class, and whether it was posted before (NIXL
+        refuses a state query on a handle never posted)."""
+        key = (peer, slot, nbytes)
+        handle = self._handles.get(key)
+        if handle is not None:
+            return handle, True
+        local, remote = self._dlist(peer, nbytes)
+        handle = self._handles[key] = self.agent.make_prepped_xfer("WRITE", local, [slot], remote, [slot])
+        return handle, False
+
+    def _dlist(self, peer: int, nbytes: int) -> tuple[Any, Any]:
+        key = (peer, nbytes)
+        pair = self._dlists.get(key)
+        if pair is None:
+            send0 = self._send.data_ptr() + peer * self.slots * self.max_bytes
+            recv0 = self._remote_recv[peer] + self.rank * self.slots * self.max_bytes
+            local = [(send0 + s * self.max_bytes, nbytes, 0) for s in range(self.slots)]
+            remote = [(recv0 + s * self.max_bytes, nbytes, 0) for s in range(self.slots)]
+            pair = self._dlists[key] = (self.agent.prep_xfer_dlist("NIXL_INIT_AGENT", local, "DRAM"),
+                                        self.agent.prep_xfer_dlist(self._peers[peer], remote, "DRAM"))
+        return pair
+
+    def _settle(self, handle: Any, op: str, peer: int) -> None:
+        """Wait until a (possibly reused) transfer handle is idle."""
+        if any(h is handle for _, h in self._inflight):
+            self._inflight = [(p, h) for p, h in self._inflight if h is not handle]
+        state = self.agent.check_xfer_state(handle)
+        if state == "PROC":
+            self._block(lambda: self._state(handle, op, peer) != "PROC", op, peer)
+        elif state == "ERR":
+            raise self._fail(op, peer, "UCX reported an error on a write")
+
+    def _state(self, handle: Any, op: str, peer: int) -> str:
+        state = str(self.agent.check_xfer_state(handle))
+        if state == "ERR":
+            raise self._fail(op, peer, "UCX reported an error on a write")
+        return state
+
+    def _poll(self) -> None:
+        for name, msgs in self.agent.get_new_notifs().items():
+            peer = self._peer_of.get(name)
+            if peer is None:
+                continue
+            for msg in msgs:
+                kind = msg[:1]
+                if kind == b"D":
+                    seq, n, acked = (int(x) for x in msg[1:].split(b","))
+                    self._arrived[peer][seq] = n
+
+                else:
+                    acked = int(msg[1:])
+                self._credit[peer] = max(self._credit[peer], acked)
+
+    def _flush_acks(self) -> None:
+        for peer, name in enumerate(self._peers):
+            if name is not None and self._taken[peer] > self._acked[peer]:
+                self._acked[peer] = self._taken[peer]
+                self.agent.send_notif(name, b"A%d" % self._taken[peer])
+
+    def _block(self, ready: Callable[[], bool], op: str, peer: int) -> None:
+        """Poll until ``ready()``; bounded by the timeout, watching the peer's process."""
+        self._flush_acks()
+        t0 = time.perf_counter()
+        deadline = t0 + self.timeout_s
+        next_check = t0 + _LIVENESS_S
+        try:
+            while True:
+                self._poll()
+                if self._inflight:
+                    # NIXL sends a write's notification from the state check that sees the write complete:
+                    # without a progress thread, a rank that only waited here would never send it.
+                    self._inflight = [(p, h) for p, h in self._inflight if self._state(h, op, p) == "PROC"]
+                if ready():
+                    return
+                now = time.perf_counter()
+                if now >= next_check:
+                    next_check = now + _LIVENESS_S
+                    self._check_alive(op, peer)
+                    if now >= deadline:
+                        raise self._fail(op, peer, f"timed out after {self.timeout_s:g} s waiting for the peer")
+                # Give the core away: with ranks x threads close to the core count the peer may be
+                # waiting for this very CPU to make the progress we are spinning on.
+                if now - t0 < _SPIN_S:
+                    os.sched_yield()
+                else:
+                    time.sleep(20e-6)
+        finally:
+            self.wait_s += time.perf_counter() - t0
+
+    def _check_alive(self, op: str, peer: int) -> None:
+        for p, entry in enumerate(self._table):
+            if p != self.rank and entry.host == self._host and process_gone(entry.pid):
+                raise self._fail(op, p, f"its process {entry.pid} exited")
+
+    def _fail(self, op: str, peer: int, why: str) -> TransferError:
+        who = self._table[peer].global_rank
+        return TransferError(f"{op} on group {self.group!r} through nixl failed (timeout {self.timeout_s:g} s); "
+                             f"suspect rank {who}: {why}", op=op, group=self.group, peer=who)
+
+    def ucx_log(self) -> str:
+        """UCX's log of this process so far ('' when it was not captured)."""
+        from pathlib import Path
+
+        if self.log_path is None:
+            return ""
+        _flush_c_stdio()
+        try:
+            return Path(self.log_path.replace("%p", str(os.getpid()))).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def transport(self) -> UcxTransport:
+        """The data path UCX reports for this agent's endpoints."""
+        return classify(parse_ucx_log(self.ucx_log(), worker=self.name))
+
+    def close(self) -> None:
+        """Release transfer handles and the agent's registrations (best effort: the peers may be gone)."""
+        for handle in self._handles.values():
+            try:
+                handle.release()
+            except Exception:  # noqa: BLE001,S110 -- teardown after a failed peer must not raise
+                pass
+        self._handles.clear()
+        self._dlists.clear()
+        if self.owned_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.owned_dir, ignore_errors=True)
+            self.owned_dir = None
+
+
+def _route_nixl_logging() -> None:
+    """nixl_cu12 logs INFO lines to **stdout** (it would corrupt ``--json``); send them to the root logger
+    (stderr) at WARNING unless the user chose ``NIXL_LOG_LEVEL``."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("nixl")
+    for handler in list(logger.handlers):
+        if getattr(handler, "stream", None) is sys.stdout:
+            logger.removeHandler(handler)
+    logger.propagate = True
+    if "NIXL_LOG_LEVEL" not in os.environ:
+        logger.setLevel(logging.WARNING)
+
+
+def _flush_c_stdio() -> None:
+    """UCX logs through a buffered C ``FILE*``; ``fflush(NULL)`` pushes its lines to the file now."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+def _u8() -> Any:
+    import torch
+
+    return torch.uint8
+
+
+def open_engine(exchange: Callable[[Any], list[Any]], *, rank: int, size: int, table: Sequence[RankEntry],
+                host: str, group: str, timeout_s: float, slot_bytes: int, slots: int = DEFAULT_SLOTS,
+                error_mode: str = "none", log_path: str | None = None) -> NixlEngine:
+    """Create this rank's agent, register its regions, swap metadata through ``exchange`` (an all_gather of
+    one picklable object per rank, in group-rank order) and connect to every peer. Collective."""
+    import torch
+
+    try:
+        from nixl_cu12 import nixl_agent, nixl_agent_config
+    except ImportError as exc:
+        raise TransferError("engine 'nixl' needs the NIXL wheel: pip install 'tensorfabric[nixl]' "
+                            f"(nixl-cu12) ({exc})", op="init", group=group) from exc
+    _route_nixl_logging()
+    name = f"{group}-r{rank}-p{os.getpid()}"
+    try:
+        agent = nixl_agent(name, nixl_agent_config(enable_prog_thread=False, enable_listen_thread=False,
+                                                   backends=[]))
+        agent.create_backend("UCX", {"ucx_error_handling_mode": error_mode})
+        # Touch every page now, so no write ever lands on a page the kernel has yet to fault in.
+        recv = torch.zeros(size * slots * slot_bytes, dtype=torch.uint8)
+        send = torch.zeros(size * slots * slot_bytes, dtype=torch.uint8)
+        agent.register_memory([recv, send])
+        mine = (agent.get_agent_metadata(), recv.data_ptr())
+    except Exception as exc:  # noqa: BLE001 -- nixl_cu12 raises several unrelated types
+        raise TransferError(f"creating the NIXL agent failed: {exc}", op="init", group=group) from exc
+    everyone = exchange(mine)
+    peers: list[str | None] = [None] * size
+    try:
+        for p, (blob, _) in enumerate(everyone):
+            if p != rank:
+                added = agent.add_remote_agent(blob)
+                remote = added.decode() if isinstance(added, bytes) else str(added)
+                agent.make_connection(remote)
+                peers[p] = remote
+    except Exception as exc:  # noqa: BLE001
+        raise TransferError(f"connecting NIXL agents failed: {exc}", op="init", group=group) from exc
+
+    engine = NixlEngine(agent=agent, rank=rank, peers=peers, table=table, host=host, recv=recv, send=send,
+                        remote_recv=[ptr for _, ptr in everyone], slot_bytes=slot_bytes, slots=slots,
+                        timeout_s=timeout_s, group=group, name=name, log_path=log_path)
+    # One message each way, so the lanes are chosen (and logged) and the first-transfer cost is paid here.
+    probe = torch.zeros(1, dtype=torch.uint8)
+    for p in range(size):
+        if p != rank:
+            engine.put(p, probe, "init")
+    for p in range(size):
+        if p != rank:
+            engine.take(p, "init")
+            engine.release(p)
+    engine.finish("init")
+    engine.wait_s = 0.0
+    return engine
