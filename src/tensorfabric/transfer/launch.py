@@ -133,7 +133,8 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
     with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
         procs = [
             ctx.Process(target=_child, name=f"tensorfabric-rank{r}", daemon=True,
-                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, {**(env or {}), SCRATCH_ENV: stack_dir}, parent=parent_env),
+                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, {**(env or {}), SCRATCH_ENV: stack_dir},
+                                           parent=parent_env),
                               results, stack_dir))
             for r in range(nprocs)
         ]
