@@ -131,10 +131,11 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
     parent_env = dict(os.environ)
     # SIGTERM/SIGHUP raise like Ctrl-C, so the ranks are stopped and the directory removed on the way out.
     with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
+        # Ranks keep their scratch files (UCX logs) in this directory, so they go with it even if killed.
+        extra = {**(env or {}), SCRATCH_ENV: stack_dir}
         procs = [
             ctx.Process(target=_child, name=f"tensorfabric-rank{r}", daemon=True,
-                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, {**(env or {}), SCRATCH_ENV: stack_dir},
-                                           parent=parent_env),
+                        args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, extra, parent=parent_env),
                               results, stack_dir))
             for r in range(nprocs)
         ]
