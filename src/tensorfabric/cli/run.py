@@ -155,10 +155,15 @@ def _render(report: dict[str, Any]) -> None:
                    "installed (auto).")
 @click.option("--require-rdma", is_flag=True, help="Fail unless UCX/NCCL report an RDMA transport.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@click.option("--disaggregate", "split", default=None, metavar="P:D",
+              help="P prefill ranks and D decode ranks; the KV cache moves between them over NIXL (see docs/kv.md).")
+@click.option("--prefill-tp", default=0, type=int, help="Tensor parallelism of the prefill side [default: P].")
+@click.option("--decode-tp", default=0, type=int, help="Tensor parallelism of the decode side [default: D].")
 def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str, codec_decode: bool, dtype: str,
         microbatches: int, lab_spec: str | None, timeout_s: float, logits_path: Path | None, warmup: bool,
-        engine: str, require_rdma: bool, as_json: bool) -> int:
+        engine: str, require_rdma: bool, as_json: bool, split: str | None = None, prefill_tp: int = 0,
+        decode_tp: int = 0) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.errors import InputError
     from tensorfabric.inference.report import summarize
@@ -177,6 +182,18 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
                     timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup,
                     engine=engine, require_rdma=require_rdma)
+    if split is not None:
+        from tensorfabric.inference.disagg_report import render_lines, run_disaggregated
+
+        if lab_spec is not None or under_torchrun(environ) or logits_path is not None:
+            raise InputError("--disaggregate spawns its own local ranks: drop --lab/--save-logits and torchrun")
+        report = run_disaggregated(cfg, split, prefill_tp, decode_tp)
+        if as_json:
+            emit_json(report)
+        else:
+            for line in render_lines(report):
+                click.echo(line)
+        return 0
     if lab_spec is not None and not under_torchrun(environ):
         from tensorfabric.lab.launch import run_distributed
         from tensorfabric.lab.spec import parse_short_spec

@@ -105,6 +105,7 @@ class _Side:
         self._by_name = {n: i for i, n in enumerate(names)}
         self.notes: list[list[bytes]] = [[] for _ in peers]
         self.setup_s = 0.0
+        """Seconds of agent creation, registration, connection and the probe (not the wait for peers)."""
 
     def poll(self) -> None:
         for name, msgs in self.agent.get_new_notifs().items():
@@ -350,7 +351,9 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
                     region.data_ptr(), layout)
     except Exception as exc:  # noqa: BLE001
         raise TransferError(f"creating the KV NIXL agent failed: {exc}", op="kv_init", group="kv") from exc
-    everyone: list[KVPeer] = exchange(me)
+    created_s = time.perf_counter() - t0
+    everyone: list[KVPeer] = exchange(me)  # waits for the slowest rank: not part of the set-up cost
+    t0 = time.perf_counter()
     other = "decode" if role == "prefill" else "prefill"
     peers = sorted((p for p in everyone if p.role == other and _shares(p.layout, layout)), key=lambda p: p.index)
     names: list[str] = []
@@ -387,5 +390,5 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
         return all(c > 0 for c in counts)
 
     side.wait(heard, "connect")
-    side.setup_s = time.perf_counter() - t0
+    side.setup_s = created_s + time.perf_counter() - t0
     return side
