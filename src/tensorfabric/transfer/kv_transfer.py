@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
@@ -104,6 +104,7 @@ class _Side:
         self.timeout_s, self.log_path = timeout_s, log_path
         self._by_name = {n: i for i, n in enumerate(names)}
         self.notes: list[list[bytes]] = [[] for _ in peers]
+        self.registration: Any = None
         self.setup_s = 0.0
         """Seconds of agent creation, registration, connection and the probe (not the wait for peers)."""
 
@@ -142,6 +143,15 @@ class _Side:
         if on_fail is not None:
             text = on_fail(text)
         return TransferError(text, op=f"kv_{what}", group="kv")
+
+    def close_agent(self) -> None:
+        """Deregister this rank's region (best effort: the peers may be gone). Call when no peer writes."""
+        if self.registration is not None:
+            try:
+                self.agent.deregister_memory(self.registration)
+            except Exception:  # noqa: BLE001,S110 -- teardown must not raise
+                pass
+            self.registration = None
 
     def ucx_log(self) -> str:
         from pathlib import Path
@@ -182,6 +192,17 @@ class KVSender(_Side):
                     self._freed.add((i, int(msg[1:])))
             notes.clear()
 
+    def relayout(self, mine: KVLayout, theirs: Sequence[KVLayout], blocks_per_slot: int) -> None:
+        """Reinterpret the registered regions with other layouts (the benchmark sweeps block sizes over one
+        registration); every rank must switch alike between requests."""
+        self.me = replace(self.me, layout=mine)
+        self.peers = [replace(p, layout=lay) for p, lay in zip(self.peers, theirs, strict=True)]
+        self.blocks_per_slot = blocks_per_slot
+
+    def await_release(self, request: int) -> float:
+        """Wait until every decode peer released ``request`` (read it out of its pool); the seconds waited."""
+        return self._await_free(request)
+
     def _await_free(self, request: int) -> float:
         def ready() -> bool:
             self._take_frees()
@@ -190,8 +211,10 @@ class KVSender(_Side):
         return self.wait(ready, "credit", lambda t: f"{t} (decode never released request {request}'s blocks)")
 
     def send(self, request: int, keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], tokens: int,
-             first_token: int, sampler_state: bytes = b"") -> KVSendRecord:
-        """Write this rank's heads of ``tokens`` cache slots (per-layer ``[heads, >= tokens, head_dim]``)."""
+             first_token: int, sampler_state: bytes = b"", block_table: Sequence[int] | None = None
+             ) -> KVSendRecord:
+        """Write this rank's heads of ``tokens`` cache slots (per-layer ``[heads, >= tokens, head_dim]``).
+        ``block_table``: the pool blocks, in order, within the request's slot (default: the slot's first ones)."""
         layout = self.me.layout
         nb = blocks_for(tokens, layout.block_tokens)
         if nb > self.blocks_per_slot:
@@ -202,7 +225,12 @@ class KVSender(_Side):
         pack(keys, values, tokens, self.staging, layout)
         pack_s = time.perf_counter() - t0
         slot = request % self.slots
-        dst_blocks = list(range(slot * self.blocks_per_slot, slot * self.blocks_per_slot + nb))
+        first_block = slot * self.blocks_per_slot
+        order = list(block_table) if block_table is not None else list(range(nb))
+        if len(order) != nb or not all(0 <= b < self.blocks_per_slot for b in order):
+            raise TransferError(f"request {request}: block table {order[:8]} is not {nb} blocks of a "
+                                f"{self.blocks_per_slot}-block slot", op="kv_send", group="kv")
+        dst_blocks = [first_block + b for b in order]
         chunks = layer_chunks(layout.layers, self.chunks)
         table = b":".join(b"%d" % b for b in dst_blocks)
         handles: list[tuple[int, Any]] = []
@@ -293,8 +321,9 @@ class KVReceiver(_Side):
         total = int(next(iter(got.values()))[2])
         return all((i, c) in got for i in range(len(self.peers)) for c in range(total))
 
-    def receive(self, request: int, dtype: torch.dtype) -> KVReceived:
-        """Block until every chunk of ``request`` from every prefill peer has notified, then copy it out."""
+    def wait_complete(self, request: int) -> float:
+        """Block until every chunk of ``request`` from every prefill peer has notified; the seconds waited.
+        Nothing of the request is read before this returns."""
         def ready() -> bool:
             self._sort()
             return self._complete(request)
@@ -304,9 +333,18 @@ class KVReceiver(_Side):
             return (f"{text}; request {request}: {len(got)} chunk notification(s) had arrived, the request was "
                     f"incomplete and none of its blocks was used ({self.used_blocks} blocks used in all)")
 
-        wait_s = self.wait(ready, "receive", describe)
-        fields = self._chunks.pop(request)
-        first = next(iter(fields.values()))
+        return self.wait(ready, "receive", describe)
+
+    def release(self, request: int) -> None:
+        """Tell the prefill peers ``request``'s blocks may be overwritten."""
+        self._chunks.pop(request, None)
+        for name in self.names:
+            self.agent.send_notif(name, b"F%d" % request)
+
+    def receive(self, request: int, dtype: torch.dtype) -> KVReceived:
+        """:meth:`wait_complete`, copy the request's KV out of the pool, :meth:`release` its blocks."""
+        wait_s = self.wait_complete(request)
+        first = next(iter(self._chunks[request].values()))
         tokens, token = int(first[3]), int(first[4])
         blocks = tuple(int(b) for b in first[5].split(b":"))
         state = bytes.fromhex(first[6].decode()) if len(first) > 6 else b""
@@ -314,8 +352,7 @@ class KVReceiver(_Side):
         keys, values = unpack(self.pool, self.me.layout, blocks, tokens, dtype)
         unpack_s = time.perf_counter() - t0
         self.used_blocks += len(blocks)
-        for name in self.names:
-            self.agent.send_notif(name, b"F%d" % request)
+        self.release(request)
         return KVReceived(request, tokens, token, blocks, keys, values, wait_s, unpack_s, state,
                           nbytes=len(blocks) * self.me.layout.block_bytes)
 
@@ -346,7 +383,7 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
         agent = nixl_agent(name, nixl_agent_config(enable_prog_thread=False, enable_listen_thread=False,
                                                    backends=[]))
         agent.create_backend("UCX", {"ucx_error_handling_mode": "none"})
-        agent.register_memory([region])
+        registration = agent.register_memory([region])
         me = KVPeer(role, index, socket.gethostname(), os.getpid(), name, agent.get_agent_metadata(),
                     region.data_ptr(), layout)
     except Exception as exc:  # noqa: BLE001
@@ -391,4 +428,5 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
 
     side.wait(heard, "connect")
     side.setup_s = created_s + time.perf_counter() - t0
+    side.registration = registration
     return side
