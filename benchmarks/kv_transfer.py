@@ -11,7 +11,7 @@ layout), rank 1 the decode side.
   (Gloo), then a one-element ack back.
 
 Both are timed on rank 0 from the start until the decode side's ack arrived (``to_ack``: the decode rank holds
-the whole cache), NIXL also until its writes completed (``write``). Caches: the default ``run`` model (tiny,
+the whole cache), NIXL also until its writes completed (``write``, which includes packing the cache into staging, also reported alone as ``nixl_pack``). Caches: the default ``run`` model (tiny,
 4 layers, 4 KV heads x 32, float32) and a Llama-3-8B-shaped one (32 layers, 8 KV heads x 128, bfloat16),
 over block sizes 16/64/256 tokens; repetitions alternate the path order; medians and p25/p75.
 
@@ -105,7 +105,8 @@ def rank_body(reps: int, paths: tuple[str, ...], shapes: tuple[str, ...], blocks
                     if isinstance(side, KVSender):
                         side.relayout(lay, [lay], nb)
                     table = torch.randperm(nb, generator=torch.Generator().manual_seed(bt)).tolist()
-                    times: dict[str, list[float]] = {p: [] for p in ("nixl_write", "nixl_to_ack", "send_recv")}
+                    times: dict[str, list[float]] = {p: [] for p in ("nixl_pack", "nixl_write", "nixl_to_ack",
+                                                                      "send_recv")}
                     nbytes = descriptors = 0
                     for rep in range(reps + 1):  # rep 0 warms both paths for this shape
                         for path in (paths if rep % 2 else paths[::-1]):
@@ -118,6 +119,7 @@ def rank_body(reps: int, paths: tuple[str, ...], shapes: tuple[str, ...], blocks
                                 t2 = time.perf_counter()
                                 nbytes, descriptors = rec.nbytes, rec.descriptors
                                 if rep:
+                                    times["nixl_pack"].append(rec.pack_s)
                                     times["nixl_write"].append(t1 - t0)
                                     times["nixl_to_ack"].append(t2 - t0)
                             elif path == "nixl" and isinstance(side, KVReceiver):
@@ -163,6 +165,7 @@ def summarize(raw: dict[str, Any]) -> list[dict[str, Any]]:
     for r in raw["rows"]:
         t = r["times"]
         row = {k: r[k] for k in ("shape", "tokens", "block_tokens", "blocks", "kv_bytes", "raw_bytes", "descriptors")}
+        row["nixl_pack"] = _stats(t.get("nixl_pack", []), r["kv_bytes"])
         row["nixl_write"] = _stats(t["nixl_write"], r["kv_bytes"])
         row["nixl_to_ack"] = _stats(t["nixl_to_ack"], r["kv_bytes"])
         row["send_recv"] = _stats(t["send_recv"], r["raw_bytes"])
@@ -207,6 +210,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
             ax.plot(bts, [r["send_recv"]["gbytes_per_s"] for r in mine], "s--", label=f"{shape} send/recv")
         if where == "lab":
             ax.axhline(LINK_BPS / 8e9, color="grey", linestyle=":", label="1 Gbit/s")
+        ax.set_ylim(bottom=0)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("block size (tokens)")
         ax.set_ylabel("GB/s to the decode side's ack (median)")

@@ -185,12 +185,13 @@ def cli(model_dir: Path | None, tp: int, pp: int, prompts: tuple[str, ...], max_
     if split is not None:
         from tensorfabric.inference.disagg_report import render_lines, run_disaggregated
 
-        if lab_spec is not None or under_torchrun(environ) or logits_path is not None:
-            raise InputError("--disaggregate spawns its own local ranks: drop --lab/--save-logits and torchrun")
-        report = run_disaggregated(cfg, split, prefill_tp, decode_tp)
-        if as_json:
+        if logits_path is not None:
+            raise InputError("--save-logits does not combine with --disaggregate")
+        report = run_disaggregated(cfg, split, prefill_tp, decode_tp, environ=environ, lab=lab_spec,
+                                   lab_argv=_lab_argv(cfg, True, None))
+        if report is not None and as_json:
             emit_json(report)
-        else:
+        elif report is not None:
             for line in render_lines(report):
                 click.echo(line)
         return 0

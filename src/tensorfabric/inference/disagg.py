@@ -91,6 +91,9 @@ class DisaggRankResult:
     load_s: float
     requests: list[dict[str, Any]] = field(default_factory=list)
     token_ids: list[list[int]] = field(default_factory=list)
+    everyone: list[DisaggRankResult] = field(default_factory=list)
+    """Every rank's result (their own ``everyone`` empty), gathered at the end: under torchrun or in the lab,
+    rank 0 reports for the whole run."""
 
 
 def _model(cfg: DisaggConfig, prep: Any, index: int, tp: int, group: Any) -> ShardedLlama:
@@ -176,6 +179,7 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
             _prefill_loop(cfg, model, side, requests, len(warm), result, clock)
         else:
             _decode_loop(cfg, model, side, requests, len(warm), result, clock)
+        result.everyone = exchange(result)
         return result
     finally:
         world.destroy()

@@ -3,29 +3,65 @@ this dict; the text output renders it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, launch, parse_split
+from tensorfabric.errors import InputError
+from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, launch, parse_split, run_disagg_rank
 from tensorfabric.inference.report import percentile
-from tensorfabric.inference.runner import RunConfig
+from tensorfabric.inference.runner import RunConfig, prepare
 
 __all__ = ["render_lines", "run_disaggregated", "summarize_disagg"]
 
 
-def run_disaggregated(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int = 0) -> dict[str, Any]:
-    """What ``tensorfabric run --disaggregate P:D`` does: spawn the ranks, decode the text, summarize."""
+def run_disaggregated(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int = 0, *,
+                      environ: Mapping[str, str], lab: str | None = None,
+                      lab_argv: Sequence[str] = ()) -> dict[str, Any] | None:
+    """What ``tensorfabric run --disaggregate P:D`` does; the report, or None on a rank other than 0.
+
+    Three ways, as for colocated runs: spawned local ranks; inside a launched job (torchrun or a lab host) this
+    process is one rank and rank 0 reports for all; ``lab`` (``NxRATE``, N = P + D) runs one rank per lab host
+    through ``lab_argv`` (the CLI's own arguments, with ``--json``) and adds the fraction of the link rate."""
+    import json
+
+    from tensorfabric.transfer.launch import under_torchrun
+
+    p, d = parse_split(split)
+    cfg = DisaggConfig(run=run, prefill=p, decode=d, prefill_tp=prefill_tp, decode_tp=decode_tp)
+    cfg.check()
+    if lab is not None and not under_torchrun(environ):
+        from tensorfabric.lab.launch import run_distributed
+        from tensorfabric.lab.spec import parse_short_spec
+
+        hosts, rate_bps = parse_short_spec(lab)
+        if hosts != cfg.world:
+            raise InputError(f"--lab {lab} has {hosts} hosts; --disaggregate {split} needs {cfg.world}")
+        prepare(run)
+        argv = [*lab_argv, "--disaggregate", split, "--prefill-tp", str(cfg.ptp), "--decode-tp", str(cfg.dtp)]
+        report: dict[str, Any] = json.loads(run_distributed(lab, argv, timeout_s=run.timeout_s + 60))
+        report["link_rate_bps"] = float(rate_bps)
+        for req in report["requests"]:
+            req["link_fraction"] = req["kv_gbytes_per_s"] * 8e9 / float(rate_bps)
+        return report
+    if under_torchrun(environ):
+        mine = run_disagg_rank(cfg, environ=environ)
+        if mine.rank != 0:
+            return None
+        results = mine.everyone
+    else:
+        results = launch(cfg)
+    return _report(results, cfg)
+
+
+def _report(results: Sequence[DisaggRankResult], cfg: DisaggConfig) -> dict[str, Any]:
     from pathlib import Path
 
     from tensorfabric.inference.tokenizer import load_tokenizer
 
-    p, d = parse_split(split)
-    cfg = DisaggConfig(run=run, prefill=p, decode=d, prefill_tp=prefill_tp, decode_tp=decode_tp)
-    results = launch(cfg)
-    tok = load_tokenizer(Path(run.model_dir))
+    tok = load_tokenizer(Path(cfg.run.model_dir))
     lead = next(r for r in results if r.role == "decode")
     texts = [tok.decode(ids, skip_special_tokens=True) for ids in lead.token_ids]
-    report = summarize_disagg(results, cfg, texts, run.model_dir)
+    report = summarize_disagg(results, cfg, texts, cfg.run.model_dir)
     # A random model emits arbitrary bytes; control characters must not drive the terminal.
     report["text_shown"] = ["".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in t)
                             for t in texts]
