@@ -11,7 +11,8 @@ layout), rank 1 the decode side.
   (Gloo), then a one-element ack back.
 
 Both are timed on rank 0 from the start until the decode side's ack arrived (``to_ack``: the decode rank holds
-the whole cache), NIXL also until its writes completed (``write``, which includes packing the cache into staging, also reported alone as ``nixl_pack``). Caches: the default ``run`` model (tiny,
+the whole cache), NIXL also until its writes completed (``write``, packing the cache into staging included;
+the packing alone is ``nixl_pack``). Caches: the default ``run`` model (tiny,
 4 layers, 4 KV heads x 32, float32) and a Llama-3-8B-shaped one (32 layers, 8 KV heads x 128, bfloat16),
 over block sizes 16/64/256 tokens; repetitions alternate the path order; medians and p25/p75.
 
