@@ -144,3 +144,51 @@ def test_summary_takes_the_slowest_prefill_rank_and_the_link_rate() -> None:
     assert req["link_fraction"] == pytest.approx(1000 * 8 / 0.004 / 1e9)
     assert req["ttft_s"]["total_s"] == pytest.approx(0.01 + 0.005 + 0.003)
     assert rep["token_ids"] == [7, 8, 9]
+
+
+def test_cli_disaggregated_json_matches_colocated(base: RunConfig, colocated: list[list[int]],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    code = main(["run", "--model", base.model_dir, "--disaggregate", "2:1", "--prefill-tp", "2", "--decode-tp", "1",
+                 "--prompt", PROMPTS[0], "--ignore-eos", "--engine", "torch", "--timeout", "60s", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["token_ids"] == colocated[0]
+    req = report["requests"][0]
+    assert report["prefill"] == {"ranks": 2, "tp": 2} and report["decode"] == {"ranks": 1, "tp": 1}
+    assert set(req["ttft_s"]) == {"prefill_compute_s", "kv_transfer_s", "first_decode_step_s", "total_s"}
+    assert req["kv_bytes"] > 0 and req["kv_gbytes_per_s"] > 0 and req["link_fraction"] is None
+    assert report["transport"].startswith("nixl/") and set(report["connection_setup_s"]) == {
+        "prefill0", "prefill1", "decode0"}
+
+
+@pytest.mark.parametrize(("argv", "needle"), [(["--disaggregate", "2"], "PREFILL:DECODE"),
+                                               (["--disaggregate", "2:1", "--prefill-tp", "1"], "one instance"),
+                                               (["--disaggregate", "1:1", "--lab", "3x1gbit"], "needs 2")])
+def test_cli_refuses_bad_disaggregation_with_exit_2(base: RunConfig, capsys: pytest.CaptureFixture[str],
+                                                     argv: list[str], needle: str) -> None:
+    from tensorfabric.cli.main import main
+
+    assert main(["run", "--model", base.model_dir, *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_lab_disaggregated_run_crosses_the_link_over_tcp(base: RunConfig, colocated: list[list[int]],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+    from tensorfabric.lab.netlink import privileges_missing
+
+    missing = privileges_missing()
+    if missing:
+        pytest.skip(f"the lab needs network namespaces: {missing}")
+    code = main(["run", "--model", base.model_dir, "--disaggregate", "1:1", "--lab", "2x1gbit", "--prompt", PROMPTS[0],
+                 "--ignore-eos", "--engine", "torch", "--timeout", "60s", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["token_ids"] == colocated[0]
+    # The lab forces UCX onto TCP over its interface: shared memory between namespaces would skip the link.
+    assert report["transport"].startswith("nixl/tcp(tcp/eth0")
+    req = report["requests"][0]
+    assert report["link_rate_bps"] == 1e9 and 0 < req["link_fraction"] < 1.0
