@@ -172,6 +172,10 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
                           timeout_s=cfg.run.timeout_s, slots=cfg.slots, blocks_per_slot=per_slot,
                           chunks=cfg.chunks, log_path=log_path)
         result = DisaggRankResult(world.rank, role, index, side.setup_s, side.transport(), load_s)
+        if cfg.run.require_rdma and not result.transport.startswith("nixl/rdma"):
+            raise TransferError(f"--require-rdma: the KV transfer is not on RDMA: UCX chose {result.transport}; "
+                                "on a RoCE host check `tensorfabric doctor` and UCX_TLS/UCX_NET_DEVICES",
+                                op="kv_init", group="kv")
         warm = list(prep.prompts) if cfg.run.warmup else []
         requests = [(p, 2 if i < len(warm) else cfg.run.sampling.max_new_tokens)
                     for i, p in enumerate([*warm, *prep.prompts])]
