@@ -142,7 +142,7 @@ def test_summary_takes_the_slowest_prefill_rank_and_the_link_rate() -> None:
     assert req["kv_bytes"] == 1000 and req["kv_write_s"] == 0.004
     assert req["kv_gbytes_per_s"] == pytest.approx(1000 / 0.004 / 1e9)
     assert req["link_fraction"] == pytest.approx(1000 * 8 / 0.004 / 1e9)
-    assert req["ttft_s"]["total_s"] == pytest.approx(0.01 + 0.005 + 0.003)
+    assert req["ttft_s"]["total_s"] == pytest.approx(0.01 + 0.004 + 0.003)
     assert rep["token_ids"] == [7, 8, 9]
 
 
@@ -187,8 +187,9 @@ def test_lab_disaggregated_run_crosses_the_link_over_tcp(base: RunConfig, coloca
                  "--ignore-eos", "--engine", "torch", "--timeout", "60s", "--json"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["token_ids"] == colocated[0]
+    assert report["token_ids"] == colocated[0], report
     # The lab forces UCX onto TCP over its interface: shared memory between namespaces would skip the link.
-    assert report["transport"].startswith("nixl/tcp(tcp/eth0")
+    assert report["transport"].startswith("nixl/tcp(tcp/eth0"), report["transport"]
     req = report["requests"][0]
-    assert report["link_rate_bps"] == 1e9 and 0 < req["link_fraction"] < 1.0
+    # A 256 KiB request is latency-bound and may ride the shaper's burst, so only its presence is asserted.
+    assert report["link_rate_bps"] == 1e9 and req["link_fraction"] > 0, req

@@ -8,10 +8,10 @@ the notification carries the block table and the first token. Requests (one per 
 through in order; prefill of request r+1 overlaps decode of request r, up to ``slots`` requests in the pool.
 
 Timing per request (seconds, ``perf_counter``): ``prefill_compute_s`` (embedding to first token sampled, on
-prefill rank 0), ``kv_transfer_s`` (pack into staging + WRITEs until the last one completed, slowest prefill
-rank), ``first_decode_step_s`` (decode rank 0: copying the blocks out of the pool into its cache plus the
-forward pass that yields the next token). TTFT is their sum: the moment a client streaming from the decode
-worker sees the first token with the next one computed.
+prefill rank 0), ``kv_transfer_s`` (packing into staging chunk by chunk, overlapped with the WRITEs, until the
+last WRITE completed; slowest prefill rank), ``first_decode_step_s`` (decode rank 0: copying the blocks out of
+the pool into its cache plus the forward pass that yields the next token). TTFT is their sum: the moment a
+client streaming from the decode worker sees the first token with the next one computed.
 """
 
 from __future__ import annotations

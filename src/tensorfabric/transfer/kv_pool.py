@@ -124,18 +124,18 @@ def plan_writes(src: KVLayout, dst: KVLayout, src_blocks: Sequence[int], dst_blo
 
 
 def pack(keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], tokens: int, out: torch.Tensor,
-         layout: KVLayout) -> int:
+         layout: KVLayout, layers: range | None = None) -> int:
     """Copy the first ``tokens`` slots of per-layer caches (``[kv_heads, >= tokens, head_dim]``) into ``out``
     (a uint8 area of at least that many blocks) in block layout; the blocks used. The tail of the last block
-    is zeroed, so no stale bytes of an earlier request travel."""
+    is zeroed, so no stale bytes of an earlier request travel. ``layers``: only these (default all)."""
     import torch.nn.functional as F
 
     nb = blocks_for(tokens, layout.block_tokens)
     dtype = keys[0].dtype
     view = out[:nb * layout.block_bytes].view(dtype).view(layout.shape(nb))
     span = nb * layout.block_tokens
-    for layer, (k, v) in enumerate(zip(keys, values, strict=True)):
-        for kv, src in ((0, k), (1, v)):
+    for layer in layers if layers is not None else range(len(keys)):
+        for kv, src in ((0, keys[layer]), (1, values[layer])):
             dst = view[:, layer, kv]  # [nb, heads, block_tokens, head_dim]
             full = src[:, :tokens]
             if span > tokens:
