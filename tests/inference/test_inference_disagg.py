@@ -193,3 +193,12 @@ def test_lab_disaggregated_run_crosses_the_link_over_tcp(base: RunConfig, coloca
     req = report["requests"][0]
     # A 256 KiB request is latency-bound and may ride the shaper's burst, so only its presence is asserted.
     assert report["link_rate_bps"] == 1e9 and req["link_fraction"] > 0, req
+
+
+def test_subgroup_refuses_ranks_outside_the_group_or_without_this_rank() -> None:
+    from tensorfabric.transfer.group import init
+
+    world = init("gloo", environ={})  # a world of one: no process group
+    for bad in ([1], [], [0, 0]):
+        with pytest.raises(InputError, match="subgroup ranks"):
+            world.subgroup("x", bad)

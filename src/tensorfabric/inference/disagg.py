@@ -133,7 +133,8 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
 
     from tensorfabric.errors import TransferError
     from tensorfabric.transfer.group import init
-    from tensorfabric.transfer.kv_transfer import KVSender, connect_kv
+    from tensorfabric.transfer.kv_connect import connect_kv
+    from tensorfabric.transfer.kv_transfer import KVSender
 
     cfg.check()
     prep = prepare(cfg.run)
@@ -193,6 +194,7 @@ def _pause(cfg: DisaggConfig, side: KVSender) -> Callable[[int, int], None]:
     def hook(request: int, chunk: int) -> None:
         if chunk != 0:
             return
+        side.settle()  # chunk 0 has landed and notified: the victim dies with part of the request in the pool
         flag = Path(cfg.pause_dir) / "paused"
         pids = {"prefill": [os.getpid()], "decode": [p.pid for p in side.peers], "request": request}
         import json
