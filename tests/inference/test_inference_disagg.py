@@ -202,3 +202,11 @@ def test_subgroup_refuses_ranks_outside_the_group_or_without_this_rank() -> None
     for bad in ([1], [], [0, 0]):
         with pytest.raises(InputError, match="subgroup ranks"):
             world.subgroup("x", bad)
+
+
+def test_sampled_tokens_continue_the_prefill_sides_random_stream(base: RunConfig) -> None:
+    run = replace(base, prompts=(PROMPTS[0],), sampling=SamplingParams(max_new_tokens=16, temperature=0.9,
+                                                                        top_p=0.9, seed=7, stop_at_eos=False))
+    expected = run_rank(run).token_ids
+    results = launch(DisaggConfig(run=run))
+    assert results[1].token_ids == expected
