@@ -32,6 +32,7 @@ from tensorfabric.cli._options import (
     lab_options,
     timeout_option,
 )
+from tensorfabric.errors import InputError
 from tensorfabric.inference.default import TINY_NAME
 
 if TYPE_CHECKING:
@@ -83,6 +84,34 @@ def _save_logits(path: Path, result: RankResult) -> None:
     buf = io.BytesIO()
     torch.save(torch.stack(result.logits), buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def _disaggregated(cfg: RunConfig, split: str, prefill_tp: int, decode_tp: int, environ: dict[str, str],
+                   lab_spec: str | None, lab_name: str | None, as_json: bool) -> int:
+    from tensorfabric.inference.disagg_report import lab_rank, lab_report, plan_disagg, render_lines, run_disaggregated
+    from tensorfabric.inference.runner import prepare
+    from tensorfabric.transfer.launch import under_torchrun
+
+    plan = plan_disagg(cfg, split, prefill_tp, decode_tp)
+    if lab_spec is not None and not under_torchrun(environ):
+        from tensorfabric.lab.launch import run_lab
+        from tensorfabric.lab.spec import parse_short_spec
+
+        hosts, rate_bps = parse_short_spec(lab_spec)
+        if hosts != plan.world:
+            raise InputError(f"--lab {lab_spec} has {hosts} hosts; --disaggregate {split} needs {plan.world}")
+        prepare(cfg)
+        # Each host's rank gets the config object, as local spawn gives it.
+        ranks = run_lab(lab_spec, lab_rank, (plan,), timeout_s=cfg.timeout_s + 60, name=lab_name)
+        report: dict[str, Any] | None = lab_report(ranks, plan, rate_bps)
+    else:
+        report = run_disaggregated(plan, environ=environ)
+    if report is not None and as_json:
+        emit_json(report)
+    elif report is not None:
+        for line in render_lines(report):
+            click.echo(line)
+    return 0
 
 
 def _render(report: dict[str, Any]) -> None:
@@ -143,10 +172,17 @@ def _render(report: dict[str, Any]) -> None:
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
 @engine_options("small tensors (the decode collectives)")
 @json_option("One JSON object on stdout.")
+@click.option("--disaggregate", "split", default=None, metavar="P:D",
+              help="P prefill ranks and D decode ranks; the KV cache moves between them over NIXL (see docs/kv.md).")
+@click.option("--prefill-tp", default=0, type=count(0, 256),
+              help="Tensor parallelism of the prefill side [default: P].")
+@click.option("--decode-tp", default=0, type=count(0, 256),
+              help="Tensor parallelism of the decode side [default: D].")
 def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...], chat: bool, max_new_tokens: int,
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str | None, codec_decode: bool,
         dtype: str, microbatches: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
-        logits_path: str | None, warmup: bool, engine: str, require_rdma: bool, as_json: bool) -> int:
+        logits_path: str | None, warmup: bool, engine: str, require_rdma: bool, as_json: bool,
+        split: str | None = None, prefill_tp: int = 0, decode_tp: int = 0) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.inference.report import summarize
     from tensorfabric.inference.runner import RunConfig, prepare
@@ -167,6 +203,10 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
                     codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
                     timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup,
                     engine=engine, require_rdma=require_rdma)
+    if split is not None:
+        if logits_path is not None:
+            raise InputError("--save-logits does not combine with --disaggregate")
+        return _disaggregated(cfg, split, prefill_tp, decode_tp, environ, lab_spec, lab_name, as_json)
     show = not as_json
     # The last stage's first tensor-parallel rank holds the logits.
     logits_rank = (pp - 1) * tp

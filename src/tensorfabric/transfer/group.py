@@ -380,6 +380,15 @@ class Group:
             result[name] = self._subgroup(f"{self.name}.{name}{index}", members)
         return result
 
+    def subgroup(self, name: str, group_ranks: Sequence[int]) -> Group:
+        """The group of ``group_ranks`` (ranks of this group, ascending), named ``<this>.<name>``. Only its
+        members call it: the two sides of a disaggregated run each build their own."""
+        ranks = list(group_ranks)
+        if not ranks or ranks != sorted(set(ranks)) or not 0 <= ranks[0] <= ranks[-1] < self.size \
+                or self.rank not in ranks:
+            raise InputError(f"subgroup ranks {ranks} must be ascending ranks of {self.name!r} including this one")
+        return self._subgroup(f"{self.name}.{name}", ranks)
+
     def _subgroup(self, name: str, group_ranks: Sequence[int]) -> Group:
         import torch.distributed as dist
 
