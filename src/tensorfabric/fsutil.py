@@ -1,4 +1,5 @@
-"""Atomic file output: a reader never sees a half-written file, and a failure leaves the old one.
+"""Atomic file output (a reader never sees a half-written file, and a failure leaves the old one), and the one
+reading of a user's "sysfs root" (:func:`locate_sysfs`: ``/`` and ``/sys`` both work) shared by host and telemetry.
 
 Files come out with the permissions the user's umask gives a new file (``0666 & ~umask``, or ``mode & ~umask``
 for an explicit ``mode`` such as a script's ``0o755``), as ``open()`` would, not the ``0600`` of a temporary file.
@@ -16,18 +17,67 @@ import io
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import InputError
 
-__all__ = ["SCRATCH_ENV", "atomic_write_bytes", "atomic_write_figure", "atomic_write_text", "current_umask",
-           "figure_png", "write_files"]
+__all__ = ["SCRATCH_ENV", "SysfsRoot", "atomic_write_bytes", "atomic_write_figure", "atomic_write_text",
+           "current_umask", "figure_png", "locate_sysfs", "write_files"]
 
 
 SCRATCH_ENV = "TENSORFABRIC_SCRATCH"
 """Environment variable naming a launcher's temporary directory, set for the ranks it starts: a rank keeps its
 scratch files (UCX logs) there, so they go with the launcher's directory even when the rank is killed."""
+
+
+_SYSFS_FORMS = ("accepted: '/' or a capture holding sys/ (ROOT/sys/class/...), or '/sys' or a capture's sys/ "
+                "directory (SYS/class/...)")
+
+
+@dataclass(frozen=True)
+class SysfsRoot:
+    """Where a user's "sysfs root" led: the sysfs directory itself and, when known, the tree above it."""
+
+    given: str
+    sys: Path
+    """The directory holding ``class/`` (``/sys`` on the live host)."""
+    root: Path | None
+    """The directory holding ``sys/`` (and ``proc/``, ``dev/``); None when ``sys`` is not named ``sys``."""
+    note: str
+    """One line saying how ``given`` was read, for logs and the CLI's host line."""
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"given": self.given, "sys": str(self.sys), "root": None if self.root is None else str(self.root),
+                "note": self.note}
+
+
+def locate_sysfs(given: str | os.PathLike[str], *, need_root: bool = False) -> SysfsRoot:
+    """Read ``given`` as either spelling of a sysfs root: the tree holding ``sys/`` or the ``sys/`` directory.
+
+    ``/`` and ``/sys`` (and a capture and its ``sys/``) mean the same host. ``need_root`` asks for the tree above
+    ``sys/`` too (the doctor reads ``proc/`` and ``dev/`` beside it): a directory holding ``class/`` that is not
+    named ``sys`` has no such tree, and is refused then.
+    """
+    text = os.fspath(given)
+    path = Path(text)
+    if not path.is_dir():
+        raise InputError(f"sysfs root {text!r} is not a directory; {_SYSFS_FORMS}")
+    if (path / "sys" / "class").is_dir():
+        return SysfsRoot(text, path / "sys", path, f"{text} read as the tree holding sys/")
+    if not (path / "class").is_dir():
+        raise InputError(f"sysfs root {text!r} holds no sys/class/ and no class/; {_SYSFS_FORMS}")
+    # normpath keeps the user's relative spelling ('capture/sys/' -> 'capture'); abspath only for '.' and the like
+    norm = Path(os.path.normpath(text))
+    absolute = norm if norm.name == "sys" else Path(os.path.abspath(text))
+    if absolute.name != "sys":
+        if need_root:
+            raise InputError(f"sysfs root {text!r} holds class/ but is not named sys, so the tree with proc/ and "
+                             f"dev/ beside it is unknown; {_SYSFS_FORMS}")
+        return SysfsRoot(text, path, None, f"{text} read as a sysfs directory (it holds class/)")
+    return SysfsRoot(text, path, absolute.parent,
+                     f"{text} read as the sys/ directory of {absolute.parent}")
 
 
 def current_umask() -> int:

@@ -246,5 +246,19 @@ def test_sysfs_root_may_be_the_sys_mount_or_the_filesystem_root(tmp_path: Path) 
     as_root = open_source(f"sysfs:{tmp_path}", ctx()).read()  # "/" style: ROOT/sys/class/infiniband
     as_sys = open_source(f"sysfs:{tmp_path / 'sys'}", ctx()).read()  # "/sys" style
     assert len(as_root.samples) == len(as_sys.samples) > 0 and as_root.errors == as_sys.errors == ()
-    empty = open_source(f"sysfs:{tmp_path / 'sys' / 'class'}", ctx()).read()
-    assert "a sysfs root is /sys or /" in empty.errors[0]
+    with pytest.raises(InputError, match=r"holds no sys/class/ and no class/; accepted: '/'"):
+        open_source(f"sysfs:{tmp_path / 'sys' / 'class'}", ctx())
+
+
+@pytest.mark.parametrize("host", ["mlx5-roce", "bnxt-roce", "ib-host", "no-rdma"])
+def test_sysfs_source_reads_both_spellings_of_a_host_alike(host: str, caplog: pytest.LogCaptureFixture) -> None:
+    tree = FIXTURES.parent / "sysfs" / host
+    caplog.set_level("INFO", logger="tensorfabric.telemetry.sources.sysfs")
+    as_root, as_sys = (open_source(f"sysfs:{path}", ctx()).read() for path in (tree, tree / "sys"))
+    strip = [(s.metric, s.value, s.labels) for s in as_root.samples]
+    assert strip == [(s.metric, s.value, s.labels) for s in as_sys.samples]
+    assert [e.replace(f"{tree}/sys read as the sys/ directory of {tree}", "")
+            for e in as_sys.errors] == [e.replace(f"{tree} read as the tree holding sys/", "") for e in as_root.errors]
+    assert (host == "no-rdma") == bool(as_root.errors)  # no class/infiniband: said, not a crash
+    assert f"sysfs:{tree}: {tree} read as the tree holding sys/" in caplog.text
+    assert f"{tree}/sys read as the sys/ directory of {tree}" in caplog.text

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -51,7 +52,8 @@ def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, Ml
 
 
 @click.command("doctor")
-@click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
+@click.option("--sysfs-root", default="/", show_default=True,
+              help="The tree holding sys/, proc/, dev/ ('/', a capture) or its sys/ directory ('/sys').")
 @click.option("--nccl-log", "log_path", default=None, help="NCCL_DEBUG=INFO output to verify.")
 @fabric_option("Fabric spec (YAML): RoCE DSCP/priority and MTU to expect.")
 @click.option("--roce-dscp", type=click.IntRange(0, 63), default=None, help="RoCE DSCP (default 26 or the spec's).")
@@ -64,6 +66,7 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
         qos_files: tuple[str, ...], gids_path: str | None, as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
+    from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.doctor import run_doctor
     from tensorfabric.host.gid_capture import parse_gid_capture
@@ -73,21 +76,22 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
     gids = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
+    where = locate_sysfs(sysfs_root, need_root=True)
     inv = discover(sysfs_root)
-    live = sysfs_root == "/"
+    live = where.root == Path("/")
     qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if live else [])
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
                         mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
                         hostname=resolve_hostname(socket.gethostname()) if live else None)
     if as_json:
-        extra = {k: v for k, v in report.to_dict().items() if k != "findings"}
+        extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
         render_findings(report.findings, as_json=True, extra=extra)
         return report.exit_code
     con = console()
     host = report.host_summary()
     ports = ", ".join(f"{p['port']} {p['link_layer'] or '?'} {p['state'] or '?'}" for p in host["rdma_ports"])
     con.print(f"host {host['root']}: RDMA ports: {ports or 'none'}; GPUs: {host['gpus']}; "
-              f"TCP path: {report.tcp_path.interface or 'none'}")
+              f"TCP path: {report.tcp_path.interface or 'none'}; --sysfs-root {where.note}")
     if log is not None:
         gdr = {True: "on", False: "off", None: "unknown"}[log.gpudirect]
         con.print(f"NCCL log {log.source}: transport {log.transport}, GPUDirect {gdr}, scope {log.scope}, devices "

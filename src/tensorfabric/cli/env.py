@@ -63,7 +63,8 @@ def _dotenv(name: str, value: str) -> str:
 
 
 @click.command("env")
-@click.option("--sysfs-root", default="/", show_default=True, help="Root of the tree holding sys/, proc/, dev/.")
+@click.option("--sysfs-root", default="/", show_default=True,
+              help="The tree holding sys/, proc/, dev/ ('/', a capture) or its sys/ directory ('/sys').")
 @fabric_option("Fabric spec (YAML): RoCE DSCP, NCCL traffic class, MTU.")
 @click.option("--format", "fmt", type=click.Choice(["sh", "json", "dotenv"]), default="sh", show_default=True,
               help="Text output form (--json is the same as --format json).")
@@ -81,12 +82,14 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
 
     Variables you already set are kept and reported, never overridden. Exit 0, or 2 for bad input.
     """
+    from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.ncclenv import derive_env
 
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     captured = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
+    sysfs = locate_sysfs(sysfs_root, need_root=True)
     inv = discover(sysfs_root)
     result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
@@ -95,10 +98,10 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
     if as_json or fmt == "json":
         from tensorfabric.cli._common import emit_json
 
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "sysfs_root": sysfs.to_dict()})
         return 0
     line = _sh if fmt == "sh" else _dotenv
-    out: list[str] = []
+    out: list[str] = [f"# sysfs root: {sysfs.note}"] if explain else []
     for var in result.variables:
         if explain:
             out.append(f"# {var.reason}")

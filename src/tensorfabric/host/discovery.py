@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 
-from tensorfabric.errors import InputError
+from tensorfabric.fsutil import locate_sysfs
 from tensorfabric.host.gids import Gid
 from tensorfabric.host.pci import GpuAffinity, chain_of, gpu_affinity
 from tensorfabric.host.records import Gpu, HostInventory, Memlock, NetDev, RdmaDevice, RdmaPort
@@ -33,11 +33,10 @@ _CONTAINER_MARKERS = (".dockerenv", "run/.containerenv")
 
 
 def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
-    """Read everything the doctor needs from the tree at ``root``."""
-    tree = Tree(root)
-    if not tree.is_dir("sys"):
-        raise InputError(f"sysfs root {str(root)!r} has no sys/ directory; pass the root of a tree that holds "
-                         "sys/class/net (for the live host: '/')")
+    """Read everything the doctor needs from the tree at ``root`` (either spelling: ``/`` or ``/sys``)."""
+    where = locate_sysfs(root, need_root=True)
+    assert where.root is not None  # need_root refuses a sysfs directory without the tree above it
+    tree = Tree(where.root)
     rdma = tuple(_rdma_device(tree, name) for name in tree.listdir("sys/class/infiniband"))
     netdevs = {name: _netdev(tree, name) for name in tree.listdir("sys/class/net")}
     gpus, paths, numa = _pci(tree, rdma)
@@ -46,7 +45,7 @@ def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
     route = tree.read("proc/net/route")
     conf = tree.read("etc/nccl.conf")
     return HostInventory(
-        root=str(root), rdma_devices=rdma, netdevs=netdevs, gpus=gpus, pci_paths=paths, pci_numa=numa,
+        root=str(where.root), rdma_devices=rdma, netdevs=netdevs, gpus=gpus, pci_paths=paths, pci_numa=numa,
         dev_infiniband=dev_ib, memlock=parse_memlock(limits) if limits is not None else None,
         default_route=parse_route(route) if route is not None else None,
         gdr_support=tuple(p for p in _PEERMEM if tree.exists(p)) + _peermem_modules(tree),

@@ -1,4 +1,7 @@
-"""``sysfs:ROOT`` -- RDMA port counters from ``<ROOT>/class/infiniband/<dev>/ports/<n>/{counters,hw_counters}``.
+"""``sysfs:ROOT`` -- RDMA port counters from ``<SYS>/class/infiniband/<dev>/ports/<n>/{counters,hw_counters}``.
+
+ROOT is read by :func:`tensorfabric.fsutil.locate_sysfs`, as the doctor reads ``--sysfs-root``: ``/`` (a tree
+holding ``sys/``) and ``/sys`` (the sysfs directory) both work; the log line says which was used.
 
 Pitfalls handled (reference telemetry.md section 5): data counters are 4-byte words; ``N/A (no PMA)`` means the
 counter is absent, never zero; a device without ``counters/`` (bnxt_re) is fine; a file that vanishes between
@@ -12,6 +15,7 @@ import re
 from pathlib import Path
 
 from tensorfabric.errors import InputError
+from tensorfabric.fsutil import SysfsRoot, locate_sysfs
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, to_number
 from tensorfabric.telemetry.sources.generic import GenericBudget
@@ -31,14 +35,12 @@ def parse_rate_file(text: str) -> float | None:
 
 
 class SysfsSource:
-    def __init__(self, root: Path, ctx: SourceContext) -> None:
-        self.name = f"sysfs:{root}"
+    def __init__(self, where: SysfsRoot, ctx: SourceContext) -> None:
+        self.name = f"sysfs:{where.given}"
         self._ctx = ctx
-        # one meaning of "sysfs root": the sysfs mount (/sys) or the filesystem root above it (/); either works,
-        # and the directory actually read is logged and named in errors
-        candidates = (root / "class" / "infiniband", root / "sys" / "class" / "infiniband", root)
-        self._ib = next((c for c in candidates if c.is_dir() and c.name == "infiniband"), candidates[0])
-        log.info("%s: reading %s", self.name, self._ib)
+        self.where = where
+        self._ib = where.sys / "class" / "infiniband"
+        log.info("%s: %s; reading %s", self.name, where.note, self._ib)
         self._budget = GenericBudget(ctx.counters, self.name)
 
     def read(self) -> Reading:
@@ -48,8 +50,7 @@ class SysfsSource:
         try:
             devices = sorted(self._ib.iterdir())
         except OSError as exc:
-            return Reading((), (f"{self._ib}: {exc.strerror or exc} (a sysfs root is /sys or /: expected "
-                                "ROOT/class/infiniband or ROOT/sys/class/infiniband)",))
+            return Reading((), (f"{self._ib}: {exc.strerror or exc} ({self.where.note}; no RDMA devices?)",))
         for dev in devices:
             for port_dir in sorted((dev / "ports").glob("*")):
                 labels = {"host": self._ctx.host, "device": dev.name, "port": port_dir.name}
@@ -100,8 +101,5 @@ class SysfsSource:
 
 def open_source(arg: str, ctx: SourceContext) -> SysfsSource:
     if not arg:
-        raise InputError("sysfs: needs a root directory, e.g. sysfs:/sys")
-    root = Path(arg)
-    if not root.is_dir():
-        raise InputError(f"sysfs:{arg}: {arg!r} is not a directory (expected a sysfs root such as /sys)")
-    return SysfsSource(root, ctx)
+        raise InputError("sysfs: needs a root directory, e.g. sysfs:/sys or sysfs:/")
+    return SysfsSource(locate_sysfs(arg), ctx)
