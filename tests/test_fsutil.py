@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tensorfabric.errors import InputError
-from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text, current_umask, write_files
+from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text, current_umask, locate_sysfs, write_files
 
 
 @pytest.fixture()
@@ -67,3 +67,24 @@ def test_write_files_says_what_was_and_was_not_written(tmp_path: Path) -> None:
     assert f"written: {tmp_path / 'a.txt'}" in message
     assert f"not written: {tmp_path / 'blocker' / 'b.txt'}, {tmp_path / 'c.txt'}" in message
     assert (tmp_path / "a.txt").read_text() == "a" and not (tmp_path / "c.txt").exists()
+
+
+def test_locate_sysfs_reads_both_spellings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sys" / "class" / "net").mkdir(parents=True)
+    tree, mount = locate_sysfs(tmp_path), locate_sysfs(tmp_path / "sys")
+    assert (tree.root, tree.sys) == (mount.root, mount.sys) == (tmp_path, tmp_path / "sys")
+    assert tree.note == f"{tmp_path} read as the tree holding sys/"
+    assert mount.note == f"{tmp_path}/sys read as the sys/ directory of {tmp_path}"
+    monkeypatch.chdir(tmp_path / "sys")  # '.' is the sys/ directory: its tree is the real parent, not '.'
+    assert locate_sysfs(".").root == tmp_path
+    monkeypatch.chdir(tmp_path)
+    assert locate_sysfs("sys/").root == Path(".")  # the user's relative spelling is kept
+    bare = tmp_path / "capture"
+    (bare / "class" / "infiniband").mkdir(parents=True)
+    assert locate_sysfs(bare).root is None and locate_sysfs(bare).sys == bare
+    with pytest.raises(InputError, match="not named sys"):
+        locate_sysfs(bare, need_root=True)
+    for bad, why in ((tmp_path / "nope", "is not a directory"), (tmp_path / "sys" / "class", "holds no sys/class/")):
+        with pytest.raises(InputError, match=why) as info:
+            locate_sysfs(bad)
+        assert repr(str(bad)) in str(info.value) and "accepted: '/'" in str(info.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,56 @@ def test_binary_and_unreadable_logs(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert "cannot be read" in capsys.readouterr().err
     else:
         pytest.skip("running as root: permission bits do not stop reads (the directory case covers unreadable)")
+
+
+def _without_sysfs_root(out: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads(out)
+    data.pop("sysfs_root")
+    return data
+
+
+@pytest.mark.parametrize("host", ["mlx5-roce", "bnxt-roce", "ib-host", "no-rdma"])
+@pytest.mark.parametrize("verb", ["doctor", "env"])
+def test_both_spellings_of_the_sysfs_root_give_one_result(host: str, verb: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    tree = SYSFS / host
+    results = []
+    for given in (str(tree), str(tree / "sys"), f"{tree}/sys/"):
+        code = main([verb, "--sysfs-root", given, "--json"])
+        out = capsys.readouterr().out
+        results.append((code, _without_sysfs_root(out)))
+        where = json.loads(out)["sysfs_root"]
+        assert where["given"] == given and where["root"] == str(tree) and where["sys"] == str(tree / "sys")
+        form = "the tree holding sys/" if given == str(tree) else f"the sys/ directory of {tree}"
+        assert where["note"] == f"{given} read as {form}"
+    assert results[0] == results[1] == results[2]
+
+
+def test_doctor_host_line_says_how_the_root_was_read(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one host line, not wrapped
+    main(["doctor", "--sysfs-root", f"{MLX5}/sys"])
+    host_line = capsys.readouterr().out.splitlines()[0]
+    assert host_line.startswith(f"host {MLX5}: RDMA ports: mlx5_0:1")
+    assert host_line.endswith(f"--sysfs-root {MLX5}/sys read as the sys/ directory of {MLX5}")
+    assert main(["env", "--sysfs-root", MLX5, "--explain"]) == 0
+    assert capsys.readouterr().out.startswith(f"# sysfs root: {MLX5} read as the tree holding sys/\n")
+
+
+@pytest.mark.parametrize("verb", ["doctor", "env"])
+@pytest.mark.parametrize("sub", ["", "sys/class", "proc"])
+def test_a_path_that_is_no_sysfs_root_exits_2_naming_it_and_the_forms(
+        verb: str, sub: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    given = str(SYSFS / "mlx5-roce" / sub) if sub else str(tmp_path)
+    assert main([verb, "--sysfs-root", given]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and captured.out == ""
+    assert f"sysfs root {given!r} holds no sys/class/ and no class/" in err and "accepted: '/'" in err
+
+
+def test_a_sysfs_directory_without_the_tree_above_is_refused_by_the_doctor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(SYSFS / "mlx5-roce" / "sys", tmp_path / "sysfs-copy", symlinks=True)
+    assert main(["doctor", "--sysfs-root", str(tmp_path / "sysfs-copy")]) == 2
+    assert "holds class/ but is not named sys" in capsys.readouterr().err
