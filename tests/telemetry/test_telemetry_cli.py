@@ -152,3 +152,17 @@ def test_serve_counts_and_records_the_polls_scrapes_make(tmp_path: Path) -> None
     assert codes == [0] and scrapes >= 2  # the first poll is the loop's, the others were scrapes'
     times = {json.loads(line)["time"] for line in record.read_text().splitlines()}
     assert len(times) == 3
+
+
+def test_sysfs_source_takes_both_spellings_of_the_root_and_refuses_others(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = FIXTURES.parent / "sysfs" / "mlx5-roce"  # a captured host: the doctor reads the same tree
+    runs = []
+    for given in (tree, tree / "sys"):
+        assert main(["monitor", "--host", "h1", "--once", "--json", "--source", f"sysfs:{given}"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        runs.append(sorted((s["metric"], s["value"], sorted(s["labels"].items())) for s in out["samples"]))
+    assert runs[0] == runs[1] and any(m == "roce_link_speed_bytes_per_second" for m, _, _ in runs[0])
+    assert main(["monitor", "--once", "--source", f"sysfs:{tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"sysfs root {str(tmp_path)!r} holds no sys/class/" in err
