@@ -35,7 +35,7 @@ _CONTAINER_MARKERS = (".dockerenv", "run/.containerenv")
 def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
     """Read everything the doctor needs from the tree at ``root`` (either spelling: ``/`` or ``/sys``)."""
     where = locate_sysfs(root, need_root=True)
-    assert where.root is not None  # need_root refuses a sysfs directory without the tree above it
+    assert where.root is not None, "locate_sysfs(need_root=True) returned no tree root"
     tree = Tree(where.root)
     rdma = tuple(_rdma_device(tree, name) for name in tree.listdir("sys/class/infiniband"))
     netdevs = {name: _netdev(tree, name) for name in tree.listdir("sys/class/net")}
