@@ -133,3 +133,16 @@ def test_random_text_only_ever_raises_parse_error(text: str) -> None:
     except ParseError:
         return
     assert report.verdict in ("rdma", "tcp", "shm", "self-only", "no-lanes", "unknown")
+
+
+@pytest.mark.parametrize(("lanes", "scope", "rules"), [
+    ("rma(rc_mlx5/mlx5_0:1)  am(rc_mlx5/mlx5_0:1)", "intra-node", {"ucx.no-inter-node": "warning"}),
+    ("rma(cuda_ipc/cuda)  am(cuda_ipc/cuda)", "intra-node", {"ucx.transport-unknown": "warning"}),
+    # The data (rma) lanes decide: rc_mlx5 on the am lane alone does not make the writes accelerated.
+    ("rma(rc_verbs/mlx5_0:1)  am(rc_mlx5/mlx5_0:1)", "inter-node", {"ucx.rc-verbs": "info"}),
+    ("rma(rc_mlx5/mlx5_0:1)  am(rc_verbs/mlx5_0:1)", "inter-node", {}),
+])
+def test_inline_lane_lines(tmp_path: Path, lanes: str, scope: str, rules: dict[str, str]) -> None:
+    path = tmp_path / "ucx.log"
+    path.write_text(f"[1733056000.1] [gpu-c17:4410:0]      ucp_worker.c:1888 UCX  INFO    w0 {scope} cfg#1 {lanes}\n")
+    assert _ucx_rules(path) == rules
