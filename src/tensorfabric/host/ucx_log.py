@@ -106,13 +106,12 @@ def parse_ucx_log(text: str, worker: str | None = None, *, source: str = "ucx lo
 
 def classify(lines: Iterable[UcxLanes]) -> UcxTransport:
     """The data path over the endpoints to other processes (``self`` lines are loopback and ignored)."""
-    tls: list[str] = []
+    tls: dict[str, None] = {}  # ordered set: many distinct lanes stay linear
     for entry in lines:
         if entry.scope == "self":
             continue
         for tl in entry.data_lanes():
-            if tl not in tls:
-                tls.append(tl)
+            tls[tl] = None
     names = {tl.split("/", 1)[0] for tl in tls}
     if names & RDMA_TLS:
         kind = "rdma"

@@ -117,7 +117,7 @@ def _lane(cell: str) -> str | None:
 def _proto_tables(lines: list[str]) -> list[UcxLanes]:
     out: list[UcxLanes] = []
     header: tuple[int, str, str, str] | None = None
-    tls: list[str] = []
+    tls: dict[str, None] = {}  # ordered set: a hostile log with many distinct lanes stays linear
 
     def close() -> None:
         if header is not None and tls:
@@ -131,9 +131,9 @@ def _proto_tables(lines: list[str]) -> list[UcxLanes]:
         words = cells[0].split()
         if len(cells) == 2 and len(words) >= 3 and words[-2] in _SCOPES and words[-1].startswith("cfg#"):
             close()
-            header, tls = (number, " ".join(words[:-2]), words[-2], _operation(cells[1])), []
-        elif len(cells) == 3 and header is not None and (lane := _lane(cells[2])) is not None and lane not in tls:
-            tls.append(lane)
+            header, tls = (number, " ".join(words[:-2]), words[-2], _operation(cells[1])), {}
+        elif len(cells) == 3 and header is not None and (lane := _lane(cells[2])) is not None:
+            tls[lane] = None
     close()
     return out
 
