@@ -61,9 +61,13 @@ def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, Ml
               help="Captured `mlnx_qos -i IF` output (repeatable); on the live host the tool runs when present.")
 @click.option("--gids", "gids_path", default=None, metavar="FILE",
               help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to judge instead of sysfs.")
-@json_option("Machine output: {findings, host, tcp_path, nccl_log, gid_tables}.")
+@click.option("--ucx-log", "ucx_path", default=None, metavar="FILE",
+              help="UCX/NIXL log (UCX_LOG_LEVEL=info UCX_PROTO_INFO=y) whose data path to classify.")
+@click.option("--require-rdma", is_flag=True, help="With --ucx-log: error unless the log proves an RDMA data path.")
+@json_option("Machine output: {findings, host, tcp_path, nccl_log, gid_tables, ucx_log}.")
 def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dscp: int | None,
-        qos_files: tuple[str, ...], gids_path: str | None, as_json: bool) -> int:
+        qos_files: tuple[str, ...], gids_path: str | None, ucx_path: str | None, require_rdma: bool,
+        as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
     from tensorfabric.fsutil import locate_sysfs
@@ -72,17 +76,20 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.hostname import resolve_hostname
     from tensorfabric.host.nccl_log import parse_nccl_log
+    from tensorfabric.host.ucx_report import parse_ucx_report
 
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     log = parse_nccl_log(read_text_file(log_path, "NCCL log"), source=log_path) if log_path else None
     gids = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     where = locate_sysfs(sysfs_root, need_root=True)
+    ucx = parse_ucx_report(read_text_file(ucx_path, "UCX log"), source=ucx_path) if ucx_path else None
     inv = discover(sysfs_root)
     live = where.root == Path("/")
     qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if live else [])
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
                         mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
-                        hostname=resolve_hostname(socket.gethostname()) if live else None)
+                        hostname=resolve_hostname(socket.gethostname()) if live else None, ucx_log=ucx,
+                        require_rdma=require_rdma)
     if as_json:
         extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
         render_findings(report.findings, as_json=True, extra=extra)
@@ -98,6 +105,9 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
                   f"{', '.join(str(d) for d in log.devices) or 'none'}; proof: {log.proof or 'none'}")
         con.print("job environment (from the log): " + (", ".join(f"{k}={v}" for k, v in sorted(
             log.environment.items())) or "not logged"))
+    if ucx is not None:
+        con.print(f"UCX log {ucx.source}: class {ucx.transport.kind}, verdict {ucx.verdict}, lanes "
+                  f"{', '.join(ucx.transport.lanes) or 'none'}, devices {', '.join(ucx.devices) or 'none'}")
     for table in report.to_dict().get("gid_tables", []):
         con.print(f"GID table {table['device']}:{table['port']}: recommended index "
                   f"{table['recommended_index'] if table['recommended_index'] is not None else 'none'}")

@@ -1,4 +1,4 @@
-"""Run every doctor check on a discovered host (and optionally an NCCL log or captured GID tables)."""
+"""Run every doctor check on a discovered host (and optionally an NCCL log, a UCX log or captured GID tables)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.ncclenv import tcp_interface
 from tensorfabric.host.records import HostInventory, HostName, RouteChoice
+from tensorfabric.host.ucx_report import UcxLogReport
 
 __all__ = ["DoctorReport", "gid_table_summary", "run_doctor"]
 
@@ -29,6 +30,7 @@ class DoctorReport:
     gid_tables: tuple[CapturedPort, ...] | None = None
     hostname: HostName | None = None
     environment_source: str = "shell"
+    ucx_log: UcxLogReport | None = None
 
     @property
     def exit_code(self) -> int:
@@ -55,6 +57,8 @@ class DoctorReport:
             out["mlnx_qos"] = {name: q.to_dict() for name, q in sorted(self.mlnx_qos.items())}
         if self.gid_tables is not None:
             out["gid_tables"] = gid_table_summary(self.gid_tables)
+        if self.ucx_log is not None:
+            out["ucx_log"] = self.ucx_log.to_dict()
         return out
 
 
@@ -73,7 +77,8 @@ def gid_table_summary(ports: Sequence[CapturedPort]) -> list[dict[str, Any]]:
 def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26,
                roce_priority: int | None = None, mtu: int | None = None,
                nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None,
-               gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None) -> DoctorReport:
+               gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None,
+               ucx_log: UcxLogReport | None = None, require_rdma: bool = False) -> DoctorReport:
     """All checks. ``environ`` is this shell's environment; /etc/nccl.conf values apply beneath it, as in NCCL.
 
     With ``nccl_log`` the NCCL variables judged are the logged job's own (``X set by environment to Y``), never
@@ -87,7 +92,8 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
         source, complete = "shell", True
     ctx = DoctorContext(inv, merged, environ_source=source, environ_complete=complete, roce_dscp=roce_dscp,
                         roce_priority=roce_priority, mtu=mtu, nccl_log=nccl_log, mlnx_qos=mlnx_qos or {},
-                        captured_gids=tuple(gid_tables) if gid_tables is not None else None, hostname=hostname)
+                        captured_gids=tuple(gid_tables) if gid_tables is not None else None, hostname=hostname,
+                        ucx_log=ucx_log, require_rdma=require_rdma)
     findings = run_checks(ctx)
     if source == "log":
         where = f"log {nccl_log.source} env " if nccl_log is not None else "log env "
@@ -95,4 +101,4 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
                             evidence={**f.evidence, "environment_source": "log"})
                     if f.subject.startswith("env ") else f for f in findings]
     return DoctorReport(tuple(findings), inv, tcp_interface(inv), nccl_log, mlnx_qos,
-                        tuple(gid_tables) if gid_tables is not None else None, hostname, source)
+                        tuple(gid_tables) if gid_tables is not None else None, hostname, source, ucx_log)

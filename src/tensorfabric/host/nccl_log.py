@@ -47,7 +47,7 @@ from tensorfabric.host.nccl_lines import (
 from tensorfabric.host.signatures import match_signatures
 
 __all__ = ["CAPTURE_HINT", "MAX_LINE_CHARS", "ChannelPath", "LogDevice", "NcclLogReport", "QpInfo", "Scope",
-           "SignatureHit", "Transport", "parse_nccl_log"]
+           "SignatureHit", "Transport", "decode_log", "parse_nccl_log"]
 
 Transport = Literal["roce", "ib", "socket", "plugin", "unknown"]
 Scope = Literal["inter-node", "intra-node", "unknown"]
@@ -128,20 +128,25 @@ class NcclLogReport:
 
 
 def _decode(data: str | bytes, source: str) -> str:
+    return decode_log(data, source, "an NCCL log")
+
+
+def decode_log(data: str | bytes, source: str, what: str) -> str:
+    """UTF-8 text of a captured log; ParseError for binary input (bad UTF-8, NUL bytes, mostly control bytes)."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ParseError(f"not UTF-8 text (byte {exc.start}); is this a binary file rather than an NCCL log?",
+            raise ParseError(f"not UTF-8 text (byte {exc.start}); is this a binary file rather than {what}?",
                              source=source) from None
     nul = data.find("\x00")
     if nul >= 0:
-        raise ParseError("contains NUL bytes; is this a binary file rather than an NCCL log?", source=source,
+        raise ParseError(f"contains NUL bytes; is this a binary file rather than {what}?", source=source,
                          line=data.count("\n", 0, nul) + 1)
     head = data[:65536]
     controls = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c")
     if controls > max(8, len(head) // 10):
-        raise ParseError("mostly control characters; is this a binary file rather than an NCCL log?", source=source)
+        raise ParseError(f"mostly control characters; is this a binary file rather than {what}?", source=source)
     return data
 
 

@@ -70,7 +70,7 @@ class UcxTransport:
         return f"nixl/{self.kind}({','.join(self.lanes)})" if self.lanes else f"nixl/{self.kind}"
 
 
-def _parse_line(line: str, number: int) -> UcxLanes | None:
+def _parse_line(line: str, number: int, source: str) -> UcxLanes | None:
     line = line[:_MAX_LINE]
     marker = line.find(" INFO ")
     if marker < 0 or "UCX" not in line[:marker]:
@@ -86,7 +86,7 @@ def _parse_line(line: str, number: int) -> UcxLanes | None:
             continue
         name, paren, inner = chunk.partition("(")
         if not paren or not name or "(" in inner:
-            raise ParseError(f"UCX lane group {chunk[:60]!r} is not lane(transport/device ...)", source="ucx log",
+            raise ParseError(f"UCX lane group {chunk[:60]!r} is not lane(transport/device ...)", source=source,
                              line=number, excerpt=line)
         lanes.append((name, tuple(inner.split())))
     if not lanes:
@@ -94,11 +94,11 @@ def _parse_line(line: str, number: int) -> UcxLanes | None:
     return UcxLanes(worker=words[0], scope=words[1], lanes=tuple(lanes), line=line.strip())
 
 
-def parse_ucx_log(text: str, worker: str | None = None) -> list[UcxLanes]:
+def parse_ucx_log(text: str, worker: str | None = None, *, source: str = "ucx log") -> list[UcxLanes]:
     """Every endpoint line (for ``worker`` only when given); other log lines are skipped."""
     out = []
     for number, line in enumerate(text.splitlines(), 1):
-        parsed = _parse_line(line, number)
+        parsed = _parse_line(line, number, source)
         if parsed is not None and (worker is None or parsed.worker == worker):
             out.append(parsed)
     return out
@@ -106,13 +106,12 @@ def parse_ucx_log(text: str, worker: str | None = None) -> list[UcxLanes]:
 
 def classify(lines: Iterable[UcxLanes]) -> UcxTransport:
     """The data path over the endpoints to other processes (``self`` lines are loopback and ignored)."""
-    tls: list[str] = []
+    tls: dict[str, None] = {}  # ordered set: many distinct lanes stay linear
     for entry in lines:
         if entry.scope == "self":
             continue
         for tl in entry.data_lanes():
-            if tl not in tls:
-                tls.append(tl)
+            tls[tl] = None
     names = {tl.split("/", 1)[0] for tl in tls}
     if names & RDMA_TLS:
         kind = "rdma"

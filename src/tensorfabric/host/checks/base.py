@@ -15,6 +15,7 @@ from tensorfabric.host.gid_capture import CapturedPort
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.records import HostInventory, HostName, RdmaPort
+from tensorfabric.host.ucx_report import UcxLogReport
 from tensorfabric.registry import Registry
 
 __all__ = ["CHECKS", "Check", "DoctorContext", "register"]
@@ -40,6 +41,10 @@ class DoctorContext:
     """GID tables from ``--gids FILE``; they replace sysfs as the GID evidence when given."""
     hostname: HostName | None = None
     """This host's name and what it resolves to (live host only)."""
+    ucx_log: UcxLogReport | None = None
+    """A UCX/NIXL log from ``--ucx-log FILE``."""
+    require_rdma: bool = False
+    """Whether a UCX log that does not prove RDMA is an error rather than a warning."""
 
     @property
     def priority(self) -> int:
