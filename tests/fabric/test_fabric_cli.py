@@ -197,3 +197,26 @@ def test_nxos_snippet_rendered_with_what_it_lacks(tmp_path: Path, capsys: pytest
     assert "match dscp 48" in text and "priority level 1" in text  # strict CNP class
     assert "watch-dog" in text  # PFC watchdog
     assert "interface Ethernet1/1" in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_shipped_example_specs_lint_as_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/fabric.md tells users to run these: clean, clean, and one error finding."""
+    assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric.yaml"))[0] == 0
+    assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-reference.yaml"))[0] == 0
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-dscp-mismatch.yaml"), "--json")
+    assert code == 1 and {f["rule"] for f in json.loads(out)["findings"]} >= {"roce.dscp-not-lossless"}
+    assert (EXAMPLES / "fabric-reference.yaml").read_text() == (SPECS / "reference.yaml").read_text()
+
+
+@pytest.mark.parametrize("verb", ["lint", "render"])
+def test_a_positional_spec_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str) -> None:
+    extra = ["--out", str(tmp_path / "o")] if verb == "render" else []
+    args = ["fabric", verb, str(EXAMPLES / "fabric.yaml"), *extra]
+    code, out, err = _run(capsys, *args)
+    # render's required --fabric is reported first; lint (spec optional next to --deployed) names the stray argument
+    expected = "Missing option '--fabric'" if verb == "render" else "unexpected extra argument"
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
