@@ -203,12 +203,16 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_shipped_example_specs_lint_as_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fabric.md tells users to run these: clean, clean, and one error finding."""
+    """docs/fabric.md tells users to run these: two clean specs and two with error findings."""
     assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric.yaml"))[0] == 0
     assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-reference.yaml"))[0] == 0
     code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-dscp-mismatch.yaml"), "--json")
     assert code == 1 and {f["rule"] for f in json.loads(out)["findings"]} >= {"roce.dscp-not-lossless"}
     assert (EXAMPLES / "fabric-reference.yaml").read_text() == (SPECS / "reference.yaml").read_text()
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-broken.yaml"), "--json")
+    rules = [f["rule"] for f in json.loads(out)["findings"]]
+    assert code == 1 and sorted(set(rules)) == ["mtu.roce-too-small", "nccl.tc-not-lossless", "roce.dscp-not-lossless"]
+    assert rules.count("roce.dscp-not-lossless") == 12  # leaf1's 8 declared ports and its 4 links, as documented
 
 
 @pytest.mark.parametrize("verb", ["lint", "render"])
