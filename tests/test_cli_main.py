@@ -37,10 +37,10 @@ def test_python_dash_m() -> None:
 def test_debug_shows_the_traceback_the_default_hides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
-    assert main(["fabric", "lint", str(empty)]) == 2
+    assert main(["fabric", "lint", "--fabric", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert main(["--debug", "fabric", "lint", str(empty)]) == 2
+    assert main(["--debug", "fabric", "lint", "--fabric", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and "no switches and no hosts" in err.splitlines()[-1]
 

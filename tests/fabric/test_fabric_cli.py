@@ -26,7 +26,7 @@ def test_init_writes_a_spec_that_lints_clean(tmp_path: Path, capsys: pytest.Capt
     assert code == 0 and "wrote" in err
     data = yaml.safe_load(target.read_text())
     assert len(data["switches"]) == 4 and len(data["hosts"]) == 8 and len(data["links"]) == 8 + 4
-    code, out, _ = _run(capsys, "fabric", "lint", str(target), "--json")
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(target), "--json")
     assert code == 0 and json.loads(out) == {"findings": []}
 
 
@@ -88,13 +88,13 @@ def test_lint_findings_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     data["switches"][0]["qos"] = {"dscp_map": {26: 1}}
     spec = tmp_path / "bad.yaml"
     spec.write_text(yaml.safe_dump(data))
-    code, out, _ = _run(capsys, "fabric", "lint", str(spec), "--json")
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(spec), "--json")
     findings = json.loads(out)["findings"]
     assert code == 1 and findings and {f["rule"] for f in findings} == {"roce.dscp-not-lossless"}
     assert set(findings[0]) == {"rule", "severity", "subject", "message", "evidence", "fix"}
-    code, out, _ = _run(capsys, "fabric", "lint", str(spec))
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(spec))
     assert code == 1 and "roce.dscp" in out  # the table may wrap the id in an 80-column capture
-    code, out, _ = _run(capsys, "fabric", "lint", str(spec), "--rule", "mtu.mismatch", "--json")
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(spec), "--rule", "mtu.mismatch", "--json")
     assert code == 0 and json.loads(out) == {"findings": []}
 
 
@@ -103,7 +103,7 @@ def test_lint_warnings_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     data["qos"]["nccl"] = {"tc": 106, "gid_index": 3}
     spec = tmp_path / "warn.yaml"
     spec.write_text(yaml.safe_dump(data))
-    code, out, _ = _run(capsys, "fabric", "lint", str(spec), "--json")
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(spec), "--json")
     assert code == 0 and {f["severity"] for f in json.loads(out)["findings"]} == {"warning"}
 
 
@@ -137,7 +137,7 @@ def test_bad_spec_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], ver
                          expected: str) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(text)
-    args = ["fabric", verb, str(spec)] + (["--out", str(tmp_path / "out")] if verb == "render" else [])
+    args = ["fabric", verb, "--fabric", str(spec)] + (["--out", str(tmp_path / "out")] if verb == "render" else [])
     code, out, err = _run(capsys, *args)
     assert code == 2 and out == ""
     assert expected in err and err.count("\n") == 1
@@ -160,8 +160,8 @@ def test_unitless_flags_exit_2_with_the_accepted_forms(capsys: pytest.CaptureFix
 
 def test_lint_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(capsys, "fabric", "lint")[0] == 2
-    assert _run(capsys, "fabric", "lint", str(tmp_path / "missing.yaml"))[0] == 2
-    code, _, err = _run(capsys, "fabric", "lint", str(SPECS / "reference.yaml"), "--rule", "nope")
+    assert _run(capsys, "fabric", "lint", "--fabric", str(tmp_path / "missing.yaml"))[0] == 2
+    code, _, err = _run(capsys, "fabric", "lint", "--fabric", str(SPECS / "reference.yaml"), "--rule", "nope")
     assert code == 2 and "not a rule id" in err
     junk = tmp_path / "junk.txt"
     junk.write_text("hello\n")
@@ -177,10 +177,11 @@ def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_render_and_lint_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
-    code, out, _ = _run(capsys, "fabric", "render", str(SPECS / "reference.yaml"), "--out", str(out_dir), "--json")
+    code, out, _ = _run(capsys, "fabric", "render", "--fabric", str(SPECS / "reference.yaml"), "--out", str(out_dir),
+                        "--json")
     written = json.loads(out)["written"]
     assert code == 0 and len(written) == 8
-    args = ["fabric", "lint", str(SPECS / "reference.yaml"), "--json"]
+    args = ["fabric", "lint", "--fabric", str(SPECS / "reference.yaml"), "--json"]
     for path in written:
         args += ["--deployed", path]
     code, out, _ = _run(capsys, *args)
@@ -188,7 +189,7 @@ def test_render_and_lint_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_nxos_snippet_rendered_with_what_it_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = _run(capsys, "fabric", "render", str(SPECS / "nxos_snippet.yaml"), "--out", str(tmp_path))
+    code, _, _ = _run(capsys, "fabric", "render", "--fabric", str(SPECS / "nxos_snippet.yaml"), "--out", str(tmp_path))
     text = (tmp_path / "tor1.nxos").read_text()
     assert code == 0
     assert "pause pfc-cos 3" in text and "priority-flow-control mode on" in text and "roce-acl" in text
@@ -196,3 +197,30 @@ def test_nxos_snippet_rendered_with_what_it_lacks(tmp_path: Path, capsys: pytest
     assert "match dscp 48" in text and "priority level 1" in text  # strict CNP class
     assert "watch-dog" in text  # PFC watchdog
     assert "interface Ethernet1/1" in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_shipped_example_specs_lint_as_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/fabric.md tells users to run these: two clean specs and two with error findings."""
+    assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric.yaml"))[0] == 0
+    assert _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-reference.yaml"))[0] == 0
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-dscp-mismatch.yaml"), "--json")
+    assert code == 1 and {f["rule"] for f in json.loads(out)["findings"]} >= {"roce.dscp-not-lossless"}
+    assert (EXAMPLES / "fabric-reference.yaml").read_text() == (SPECS / "reference.yaml").read_text()
+    code, out, _ = _run(capsys, "fabric", "lint", "--fabric", str(EXAMPLES / "fabric-broken.yaml"), "--json")
+    rules = [f["rule"] for f in json.loads(out)["findings"]]
+    assert code == 1 and sorted(set(rules)) == ["mtu.roce-too-small", "nccl.tc-not-lossless", "roce.dscp-not-lossless"]
+    assert rules.count("roce.dscp-not-lossless") == 12  # leaf1's 8 declared ports and its 4 links, as documented
+
+
+@pytest.mark.parametrize("verb", ["lint", "render"])
+def test_a_positional_spec_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str) -> None:
+    extra = ["--out", str(tmp_path / "o")] if verb == "render" else []
+    args = ["fabric", verb, str(EXAMPLES / "fabric.yaml"), *extra]
+    code, out, err = _run(capsys, *args)
+    # render's required --fabric is reported first; lint (spec optional next to --deployed) names the stray argument
+    expected = "Missing option '--fabric'" if verb == "render" else "unexpected extra argument"
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()

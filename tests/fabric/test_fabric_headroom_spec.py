@@ -61,6 +61,6 @@ def test_broadcom_switch_uses_its_vendor_preset(tmp_path: Path) -> None:
 
 def test_missing_table_is_exit_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _spec(tmp_path, {"model": "spectrum4", "table": "tables/nope.ini"})
-    assert main(["fabric", "lint", str(path)]) == 2
+    assert main(["fabric", "lint", "--fabric", str(path)]) == 2
     err = capsys.readouterr().err
     assert "switches[0].asic" in err and "nope.ini" in err and "does not exist" in err and err.count("\n") == 1

@@ -74,8 +74,11 @@ def codec_option(help: str) -> Callable[[F], F]:
 
 def fabric_option(help: str = "Fabric spec (YAML).", *, required: bool = False) -> Callable[[F], F]:
     """``--fabric FILE``: the one way every verb takes a fabric spec."""
-    return click.option("--fabric", "fabric_path", type=click.Path(dir_okay=False), default=None,
-                        required=required, metavar="FILE", help=help)
+    if required:  # click 8.5 treats an explicit default=None as a value and then never enforces required
+        return click.option("--fabric", "fabric_path", type=click.Path(dir_okay=False), required=True,
+                            metavar="FILE", help=help)
+    return click.option("--fabric", "fabric_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                        help=help)
 
 
 def lab_options(what: str) -> Callable[[F], F]:

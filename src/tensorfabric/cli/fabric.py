@@ -23,16 +23,6 @@ _NOS = RegistryChoice("tensorfabric.fabric.renderers:RENDERERS")
 _FORMATS = RegistryChoice("tensorfabric.fabric.parsers:PARSERS")
 
 
-def _spec_path(positional: Path | None, option: str | None, *, required: bool) -> Path | None:
-    """``SPEC`` (the fabric verbs' shorthand) or ``--fabric SPEC`` (every verb's spelling), not both."""
-    if positional is not None and option is not None:
-        raise InputError(f"give the spec once: SPEC {str(positional)!r} or --fabric {option!r}, not both")
-    path = positional if positional is not None else (Path(option) if option is not None else None)
-    if path is None and required:
-        raise InputError("give a fabric spec: --fabric FILE (e.g. examples/fabric.yaml)")
-    return path
-
-
 def _load(path: Path) -> Any:
     """A spec with at least one device: an empty one would lint clean and render nothing, which hides mistakes."""
     from tensorfabric.fabric.spec import load_spec
@@ -191,8 +181,7 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 
 
 @cli.command("lint")
-@click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@fabric_option("The spec to check (same as SPEC).")
+@fabric_option("The spec to check.")
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A deployed config (SONiC config_db.json, NX-OS, EOS, Junos, Dell SONiC CLI, Cumulus "
                    "traffic.conf / NVUE / nv show qos roce, mlnx_qos output, NCCL env, host script); repeatable.")
@@ -201,17 +190,15 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
                    "one of the parser registry's formats (an unknown name lists them).")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeatable).")
 @json_option("Print {\"findings\": [...]}.")
-def lint_cmd(spec: Path | None, fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | None,
-             rules: tuple[str, ...],
+def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | None, rules: tuple[str, ...],
              as_json: bool) -> int:
     """Check a spec and/or deployed configs against the lossless checklist; exit 1 on error findings."""
     from tensorfabric.fabric.lint import RULES, lint_context
     from tensorfabric.fabric.lint.view import build_context
 
-    spec = _spec_path(spec, fabric_path, required=False)
-    if spec is None and not deployed:
-        raise InputError("fabric lint: give a SPEC file (or --fabric FILE), --deployed FILE, or both")
-    loaded = _load(spec) if spec is not None else None
+    if fabric_path is None and not deployed:
+        raise InputError("fabric lint: give --fabric FILE (e.g. examples/fabric.yaml), --deployed FILE, or both")
+    loaded = _load(Path(fabric_path)) if fabric_path is not None else None
     records = []
     if deployed:
         from tensorfabric.fabric.parsers import parse_deployed
@@ -243,18 +230,15 @@ def rules_cmd(as_json: bool) -> int:
 
 
 @cli.command("render")
-@click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@fabric_option("The spec to render (same as SPEC).")
+@fabric_option("The spec to render (e.g. examples/fabric.yaml).", required=True)
 @click.option("--out", "out_dir", required=True, type=OUTPUT_DIR, help="Directory for one file per device.")
 @json_option("Print the written paths as JSON.")
-def render_cmd(spec: Path | None, fabric_path: str | None, out_dir: str, as_json: bool) -> int:
-    """Render switch and host configs for every device of SPEC, one file each, atomically."""
+def render_cmd(fabric_path: str, out_dir: str, as_json: bool) -> int:
+    """Render switch and host configs for every device of the --fabric spec, one file each, atomically."""
     from tensorfabric.fabric.renderers import render_all
     from tensorfabric.host.ncclenv import nccl_env_for_nics
 
-    path = _spec_path(spec, fabric_path, required=True)
-    assert path is not None
-    written = render_all(_load(path), out_dir, nccl_env_for=nccl_env_for_nics)
+    written = render_all(_load(Path(fabric_path)), out_dir, nccl_env_for=nccl_env_for_nics)
     paths = [str(p) for p in written]
     if as_json:
         emit_json({"written": paths})

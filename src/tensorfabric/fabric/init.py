@@ -70,7 +70,7 @@ _HEADER = """\
 # qos: {} takes the default lossless plan: RoCE DSCP 26 -> priority 3 (PFC), CNP DSCP 48 -> priority 6 (strict),
 # trust dscp, ECN 150KB/1.5MB/100%, ETS 50/50, PFC watchdog drop 200ms, NCCL_IB_TC 106.
 # Set asic.shared_buffer (or asic.xoff_threshold) to your ASIC's numbers so the linter can check ECN before PFC.
-# Check with: tensorfabric fabric lint THIS_FILE ; schema: tensorfabric fabric schema
+# Check with: tensorfabric fabric lint --fabric THIS_FILE ; schema: tensorfabric fabric schema
 """
 
 
