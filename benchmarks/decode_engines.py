@@ -1,7 +1,7 @@
 """`tensorfabric run` decode through the NIXL engine against the torch (Gloo-only) engine, same run.
 
-Runs ``tensorfabric run --json --ignore-eos --max-new-tokens N --engine E`` (tp=2 on loopback, the default
-model unless ``--model``) for E in torch, nixl, alternating, ``--pairs`` times. Reports per engine the median
+Runs ``tensorfabric run --json --ignore-eos --max-new-tokens N --engine E`` (on loopback, the default model and its
+default tp unless ``--model``) for E in torch, nixl, alternating, ``--pairs`` times. Reports per engine the median
 and range of tokens/s and of per-token communication, the per-collective split of NIXL calls into waiting
 for the slowest peer and moving bytes, the per-pair tokens/s ratio, and whether every run produced the same
 greedy tokens. Writes benchmarks/results/decode_engines.json.
@@ -77,7 +77,8 @@ def main() -> None:
               "median_ratio": statistics.median(ratios), "identical_tokens": all(t == tokens[0] for t in tokens),
               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": load_start,
                           "load_avg_at_end": os.getloadavg()}, "wall_s": time.perf_counter() - started}
-    print(f"tensorfabric run, tp=2 loopback, {args.tokens} tokens, model {result['model']}, {args.pairs} pairs "
+    print(f"tensorfabric run, tp={result['tp']} loopback, {args.tokens} tokens, model {result['model']}, "
+          f"{args.pairs} pairs "
           f"(load {load_start[0]:.1f} -> {result['machine']['load_avg_at_end'][0]:.1f})")
     for engine, s in summary.items():
         tps, comm = s["tokens_per_s"], s["comm_ms_per_token"]
