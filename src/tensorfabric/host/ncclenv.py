@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.discovery import affinity
@@ -117,7 +118,7 @@ def _roce_vars(roce_dscp: int, version: tuple[int, int] | None, family: AddrFami
     return out
 
 
-def nccl_env_for_nics(nics: Sequence[Nic], *, roce_dscp: int = 26, rail_optimized: bool = False,
+def nccl_env_for_nics(nics: Sequence[Nic], *, roce_dscp: int = roce.ROCE_DSCP, rail_optimized: bool = False,
                       ports: Mapping[str, int] | None = None, nccl_version: str | None = None,
                       addr_family: AddrFamily = "AF_INET", require_rdma: bool = False,
                       ib_tc: int | None = None) -> dict[str, str]:
@@ -169,9 +170,9 @@ def _gid_family(ports: Sequence[RdmaPort]) -> tuple[AddrFamily, str]:
     return "AF_INET", "some port has no routable RoCE v2 GID (see doctor)"
 
 
-def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26, rail_optimized: bool = False,
-               nccl_version: str | None = None, require_rdma: bool = False, ib_tc: int | None = None,
-               gid_ports: Sequence[RdmaPort] | None = None) -> EnvPlan:
+def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = roce.ROCE_DSCP,
+               rail_optimized: bool = False, nccl_version: str | None = None, require_rdma: bool = False,
+               ib_tc: int | None = None, gid_ports: Sequence[RdmaPort] | None = None) -> EnvPlan:
     """The NCCL environment for this host: the plan-level variables plus GID and GPUDirect facts from sysfs.
 
     ``gid_ports`` (captured GID tables) replace the sysfs ports for every GID decision when given."""
