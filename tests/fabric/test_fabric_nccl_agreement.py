@@ -65,6 +65,6 @@ def test_the_cases_cover_both_verdicts() -> None:
     assert _lint_fires("nccl.hca-prefix-match", "NCCL_IB_HCA", "^mlx5_1")
     assert not _lint_fires("nccl.hca-prefix-match", "NCCL_IB_HCA", "=mlx5_0")
     assert _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", "0")
-    assert not _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", "0x6a")  # NCCL reads hex: 106
+    assert not _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", "0x6a")  # strtoll base 0 reads hex: 106
     assert _doctor_fires({"gid.index-env", "gid.index-pinned"}, "NCCL_IB_GID_INDEX", "3")
     assert not _doctor_fires({"gid.index-env", "gid.index-pinned"}, "NCCL_IB_GID_INDEX", "-1")  # NCCL's auto

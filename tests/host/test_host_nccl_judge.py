@@ -12,7 +12,7 @@ def test_ib_tc() -> None:
     assert judge_ib_tc("96", (24, 26)).lossless
     for bad in ("abc", "300", "-4", "1e2"):
         assert judge_ib_tc(bad, (26,)).value is None and not judge_ib_tc(bad, (26,)).lossless
-    assert judge_ib_tc("", (0,)).value == 0  # NCCL reads an empty value as 0
+    assert judge_ib_tc("", (0,)).value == 0  # an empty value leaves NCCL_IB_TC at its default 0
 
 
 def test_gid_index() -> None:

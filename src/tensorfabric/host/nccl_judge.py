@@ -2,8 +2,9 @@
 
 Each function reads a value the way NCCL does and says what it means for RoCE; the callers only add their
 subject (a live host's environment, a host in a fabric spec) and their evidence. NCCL reads numeric variables
-with ``strtoll(value, NULL, 0)`` (``src/misc/param.cc``), so hex such as ``0x6a`` is a number too, and an empty
-string reads as 0.
+with ``strtoll(value, nullptr, 0)`` (``ncclLoadParam`` in ``src/misc/param.cc``), so hex such as ``0x6a`` is a
+number too, and an empty value leaves the variable's default. strtoll would also read ``abc`` as 0 and ``106x``
+as 106; a value that is not wholly an integer is reported as invalid here instead of guessed at.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ __all__ = ["GidIndex", "IbTc", "NcclList", "exact_list", "judge_gid_index", "jud
 def _nccl_int(raw: str) -> int | None:
     text = raw.strip()
     if not text:
-        return 0
+        return 0  # the default of NCCL_IB_TC, and of NCCL_IB_GID_INDEX before NCCL 2.21 (the link-local entry)
     try:
         return int(text, 0)
     except ValueError:
@@ -63,7 +64,7 @@ class GidIndex:
 
 
 def judge_gid_index(raw: str) -> GidIndex:
-    """Read ``NCCL_IB_GID_INDEX=raw`` as NCCL does (an empty value is index 0, the link-local entry)."""
+    """Read ``NCCL_IB_GID_INDEX=raw``; an empty value is judged as index 0, the default of NCCL < 2.21."""
     return GidIndex(raw, _nccl_int(raw))
 
 

@@ -24,7 +24,7 @@ def tc(ctx: LintContext) -> Iterator[Finding]:
         env = dev.nccl_env
         if dev.kind != "host" or not env:
             continue
-        raw = env.get("NCCL_IB_TC", "0")  # unset, NCCL sends traffic class 0
+        raw = env.get("NCCL_IB_TC", "0")  # unset, NCCL sends its default traffic class 0
         judged = judge_ib_tc(raw, ctx.plan.roce.dscp)
         if not judged.lossless:
             want = roce.traffic_class(ctx.plan.roce.dscp[0])

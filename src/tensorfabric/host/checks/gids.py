@@ -63,7 +63,7 @@ def index_env(ctx: DoctorContext) -> Iterator[Finding]:
     raw = ctx.environ.get("NCCL_IB_GID_INDEX")
     if raw is None:
         return
-    judged = judge_gid_index(raw)  # an empty value reads as 0, which is link-local
+    judged = judge_gid_index(raw)  # an empty value is index 0 (NCCL < 2.21), which is link-local
     if judged.index is None:
         yield Finding("gid.index-env", "error", "env NCCL_IB_GID_INDEX", f"NCCL_IB_GID_INDEX={raw!r} is not an "
                       "integer", {"NCCL_IB_GID_INDEX": raw}, "unset it (NCCL >= 2.21 auto-selects)")
