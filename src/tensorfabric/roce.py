@@ -20,6 +20,7 @@ __all__ = [
     "PAUSE_QUANTUM_BITS",
     "ROCE_DSCP",
     "ROCE_UDP_PORT",
+    "SONIC_LOSSLESS_PRIORITIES",
     "TRAFFIC_CLASS",
     "default_priority",
     "dscp_of_traffic_class",
@@ -35,10 +36,15 @@ LOSSLESS_PRIORITY = 3
 """The PFC priority RoCE rides: 26 >> 3."""
 CNP_PRIORITY = 6
 """The strict priority CNPs ride on ConnectX/Spectrum (``CNP_802P_PRIO_P1``); Broadcom Thor2 uses 7."""
+SONIC_LOSSLESS_PRIORITIES = (LOSSLESS_PRIORITY, 4)
+"""The priorities SONiC's stock config enables PFC on (``pfc_enable: "3,4"``, lossless-config.md §1); a monitor
+watching SONiC switches treats both as lossless."""
 ROCE_UDP_PORT = 4791
+"""The IANA UDP destination port of RoCEv2."""
 ECT0 = 2
 """ECN codepoint ECT(0) in the low two bits of the traffic-class byte."""
 PAUSE_QUANTUM_BITS = 512
+"""One pause quantum is 512 bit times (IEEE 802.3 Annex 31B / 802.1Qbb)."""
 
 PAUSE_QUANTA: Mapping[int, int] = {
     0: 1, 1: 2, 10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905, 800: 905,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import click
 
+from tensorfabric import roce
 from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 
@@ -24,7 +25,7 @@ __all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
 class HostPlan:
     """The plain values host checks need from a fabric spec (host never imports fabric)."""
 
-    roce_dscp: int = 26
+    roce_dscp: int = roce.ROCE_DSCP
     ib_tc: int | None = None
     roce_priority: int | None = None
     mtu: int | None = None
@@ -34,7 +35,7 @@ class HostPlan:
 def plan_from_spec(path: str | None, *, roce_dscp: int | None = None) -> HostPlan:
     """Read RoCE DSCP, NCCL traffic class, lossless priority and host MTU from a fabric spec (or defaults)."""
     if path is None:
-        return HostPlan(roce_dscp=26 if roce_dscp is None else roce_dscp)
+        return HostPlan(roce_dscp=roce.ROCE_DSCP if roce_dscp is None else roce_dscp)
     from tensorfabric.fabric.spec import load_spec
 
     qos = load_spec(path).qos

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.registry import Registry
 
@@ -50,12 +51,12 @@ __all__ = [
 
 ModelName = Literal["vendor", "sonic", "mlx5-nic", "ieee"]
 
-# Pause quanta the peer may still send after a PAUSE arrives, by speed in Gb/s (IEEE 802.3 31B.3.7 as tabled in
-# sonic-swss buffer_headroom_mellanox.lua). One quantum is 512 bit times.
-PAUSE_QUANTA: Mapping[int, int] = {
-    0: 1, 1: 2, 10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905, 800: 905,
-}
-_QUANTUM_BITS = 512
+# Pause quanta the peer may still send after a PAUSE arrives, by speed in Gb/s: the recipe's table in roce.py
+# (IEEE 802.3 31B.3.7 as tabled in sonic-swss buffer_headroom_mellanox.lua), re-exported for callers of this module.
+PAUSE_QUANTA: Mapping[int, int] = roce.PAUSE_QUANTA
+_QUANTUM_BITS = roce.PAUSE_QUANTUM_BITS
+# The IEEE model falls back to the slowest peer response in the table for a speed the table lacks.
+_IEEE_FALLBACK_QUANTA = max(roce.PAUSE_QUANTA.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +176,7 @@ def _sonic(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, loss
     quanta = _quanta(round(speed_bps / 1e9))
     if quanta is not None:
         peer_response = quanta * _QUANTUM_BITS / 8
-        peer_formula = f"{quanta} pause quanta x 512 bit / 8"
+        peer_formula = f"{quanta} pause quanta x {_QUANTUM_BITS} bit / 8"
     else:
         peer_response = asic.peer_response_bytes
         peer_formula = "ASIC peer_response_time (no pause-quanta entry for this speed)"
@@ -262,8 +263,9 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
     on_cable = 2 * cable_m * speed_bps / (8 * velocity)
     phy_s, phy_formula = _phy_delay_s(speed_bps / 1e9)
     phy = 2 * phy_s * speed_bps / 8
-    quanta = _quanta(round(speed_bps / 1e9))
-    response = (quanta if quanta is not None else 905) * _QUANTUM_BITS / 8
+    found = _quanta(round(speed_bps / 1e9))
+    quanta = found if found is not None else _IEEE_FALLBACK_QUANTA
+    response = quanta * _QUANTUM_BITS / 8
     total = mtu + sender_mtu + on_cable + phy + response + _PAUSE_FRAME_BYTES
     xoff = int(math.ceil(total))
     xon = mtu
@@ -274,7 +276,7 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
                      f"2 x {cable_m:g} m x rate / (8 x {velocity:.4g} m/s, {medium})"),
         HeadroomTerm("interface_delay", phy, "bytes", f"2 sides x {phy_formula}"),
         HeadroomTerm("pause_response", response, "bytes",
-                     f"{quanta if quanta is not None else 905} pause quanta x 512 bit / 8"),
+                     f"{quanta} pause quanta x {_QUANTUM_BITS} bit / 8"),
         HeadroomTerm("pause_frame", _PAUSE_FRAME_BYTES, "bytes", "672 bit times"),
         HeadroomTerm("xoff", xoff, "bytes", "ceil(sum of the terms above)"),
         HeadroomTerm("xon", xon, "bytes", "one MTU of hysteresis below the XOFF point"),

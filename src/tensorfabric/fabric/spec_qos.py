@@ -1,8 +1,8 @@
 """The QoS part of the fabric spec: the fabric-wide plan and the per-device overrides.
 
-Defaults follow the NVIDIA/AMD/Cisco RoCEv2 recipe (lossless-config.md §1): RoCE DSCP 26 on priority 3 (PFC),
-CNP DSCP 48 on priority 6 in a strict queue, trust DSCP, ECN 150 KB / 1.5 MB / 100 %, ETS 50/50 between
-priority 0 and 3, PFC watchdog drop at 200 ms, NCCL traffic class 106 (= 26 << 2 with ECT(0)).
+Defaults follow the NVIDIA/AMD/Cisco RoCEv2 recipe (lossless-config.md §1), whose numbers live in ``roce.py``:
+RoCE DSCP 26 on priority 3 (PFC), CNP DSCP 48 on priority 6 in a strict queue, trust DSCP, ECN 150 KB / 1.5 MB /
+100 %, ETS 50/50 between priority 0 and 3, PFC watchdog drop at 200 ms, NCCL traffic class 106 (= 26 << 2 with ECT(0)).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tensorfabric.fabric.spec_types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed, Text
+from tensorfabric.roce import CNP_DSCP, CNP_PRIORITY, LOSSLESS_PRIORITY, ROCE_DSCP, ROCE_UDP_PORT, traffic_class
 
 __all__ = [
     "ClassifierPlan",
@@ -33,8 +34,8 @@ Trust = Literal["dscp", "pcp"]
 
 
 class RoceClass(SpecModel):
-    dscp: tuple[Dscp, ...] = Field(default=(26,), min_length=1)
-    priority: Priority = 3
+    dscp: tuple[Dscp, ...] = Field(default=(ROCE_DSCP,), min_length=1)
+    priority: Priority = LOSSLESS_PRIORITY
 
     @field_validator("dscp", mode="before")
     @classmethod
@@ -43,8 +44,8 @@ class RoceClass(SpecModel):
 
 
 class CnpClass(SpecModel):
-    dscp: Dscp = 48
-    priority: Priority = 6
+    dscp: Dscp = CNP_DSCP
+    priority: Priority = CNP_PRIORITY
     strict: bool = True
 
 
@@ -59,7 +60,7 @@ class EcnProfile(SpecModel):
 
 
 class EtsPlan(SpecModel):
-    weights: dict[Priority, Percent] = Field(default_factory=lambda: {0: 50, 3: 50})
+    weights: dict[Priority, Percent] = Field(default_factory=lambda: {0: 50, LOSSLESS_PRIORITY: 50})
 
     @model_validator(mode="after")
     def _sum(self) -> EtsPlan:
@@ -87,7 +88,7 @@ class ClassifierPlan(SpecModel):
 
     kind: Literal["dscp", "acl"] = "dscp"
     acl_name: str = Field(default="ROCE_ACL", pattern=r"^[A-Za-z0-9_.-]+$")
-    udp_port: int = Field(default=4791, ge=1, le=65535)
+    udp_port: int = Field(default=ROCE_UDP_PORT, ge=1, le=65535)
 
 
 class NcclPlan(SpecModel):
@@ -108,7 +109,7 @@ class DcbxSetting(SpecModel):
 class QosPlan(SpecModel):
     roce: RoceClass = RoceClass()
     cnp: CnpClass = CnpClass()
-    lossless_priorities: tuple[Priority, ...] = Field(default=(3,), min_length=1)
+    lossless_priorities: tuple[Priority, ...] = Field(default=(LOSSLESS_PRIORITY,), min_length=1)
     trust: Trust = "dscp"
     dscp_map: dict[Dscp, Priority] = Field(default_factory=dict)
     """Extra DSCP -> priority entries; RoCE and CNP DSCPs are added from their classes, others go to 0."""
@@ -137,7 +138,7 @@ class QosPlan(SpecModel):
 
     def nccl_tc(self, nccl: NcclPlan | None = None) -> int:
         chosen = nccl or self.nccl
-        return chosen.tc if chosen.tc is not None else (self.roce.dscp[0] << 2) | 2
+        return chosen.tc if chosen.tc is not None else traffic_class(self.roce.dscp[0])
 
     def nccl_env(self, nccl: NcclPlan | None = None) -> dict[str, str]:
         """The NCCL variables the plan pins: always NCCL_IB_TC, the others only where the spec sets them.

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from tensorfabric import roce
 from tensorfabric.findings import Finding, exit_code_for
 from tensorfabric.host.checks import DoctorContext, run_checks
 from tensorfabric.host.checks.gids import port_findings
@@ -74,7 +75,7 @@ def gid_table_summary(ports: Sequence[CapturedPort]) -> list[dict[str, Any]]:
     return out
 
 
-def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26,
+def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = roce.ROCE_DSCP,
                roce_priority: int | None = None, mtu: int | None = None,
                nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None,
                gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None,

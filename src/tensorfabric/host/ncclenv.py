@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.discovery import affinity
@@ -94,12 +95,13 @@ def _socket_vars(netdevs: Sequence[str], why: str) -> list[EnvVar]:
 def _tc_var(roce_dscp: int, ib_tc: int | None) -> EnvVar:
     if not 0 <= roce_dscp <= 63:
         raise InputError(f"RoCE DSCP {roce_dscp!r} must be an integer 0..63, e.g. 26")
+    plain = roce.traffic_class(roce_dscp, ecn=0)
     if ib_tc is None:
-        return EnvVar("NCCL_IB_TC", str(roce_dscp << 2), f"DSCP {roce_dscp} << 2 = {roce_dscp << 2}: mlx5 programs "
+        return EnvVar("NCCL_IB_TC", str(plain), f"DSCP {roce_dscp} << 2 = {plain}: mlx5 programs "
                       "DSCP = traffic_class >> 2, so RoCE data lands in the lossless class (default 0 is lossy)")
-    if not 0 <= ib_tc <= 255 or ib_tc >> 2 != roce_dscp:
+    if not 0 <= ib_tc <= 255 or roce.dscp_of_traffic_class(ib_tc) != roce_dscp:
         raise InputError(f"NCCL traffic class {ib_tc!r} must be 0..255 and carry the RoCE DSCP {roce_dscp} in its "
-                         f"upper six bits, e.g. {roce_dscp << 2} or {(roce_dscp << 2) | 2}")
+                         f"upper six bits, e.g. {plain} or {roce.traffic_class(roce_dscp)}")
     return EnvVar("NCCL_IB_TC", str(ib_tc), f"the plan's traffic class {ib_tc} = DSCP {roce_dscp} << 2 | ECN bits "
                   f"{ib_tc & 3}: RoCE data lands in the lossless class (default 0 is lossy)")
 
@@ -117,7 +119,7 @@ def _roce_vars(roce_dscp: int, version: tuple[int, int] | None, family: AddrFami
     return out
 
 
-def nccl_env_for_nics(nics: Sequence[Nic], *, roce_dscp: int = 26, rail_optimized: bool = False,
+def nccl_env_for_nics(nics: Sequence[Nic], *, roce_dscp: int = roce.ROCE_DSCP, rail_optimized: bool = False,
                       ports: Mapping[str, int] | None = None, nccl_version: str | None = None,
                       addr_family: AddrFamily = "AF_INET", require_rdma: bool = False,
                       ib_tc: int | None = None) -> dict[str, str]:
@@ -169,9 +171,9 @@ def _gid_family(ports: Sequence[RdmaPort]) -> tuple[AddrFamily, str]:
     return "AF_INET", "some port has no routable RoCE v2 GID (see doctor)"
 
 
-def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = 26, rail_optimized: bool = False,
-               nccl_version: str | None = None, require_rdma: bool = False, ib_tc: int | None = None,
-               gid_ports: Sequence[RdmaPort] | None = None) -> EnvPlan:
+def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int = roce.ROCE_DSCP,
+               rail_optimized: bool = False, nccl_version: str | None = None, require_rdma: bool = False,
+               ib_tc: int | None = None, gid_ports: Sequence[RdmaPort] | None = None) -> EnvPlan:
     """The NCCL environment for this host: the plan-level variables plus GID and GPUDirect facts from sysfs.
 
     ``gid_ports`` (captured GID tables) replace the sysfs ports for every GID decision when given."""

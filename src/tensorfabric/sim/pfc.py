@@ -67,7 +67,7 @@ class PfcConfig:
     """Per-ingress-port PFC on the lossless priority."""
 
     enabled: bool = True
-    priority: int = 3
+    priority: int = roce.LOSSLESS_PRIORITY
     threshold: Literal["static", "dynamic"] = "static"
     xoff_bytes: float = 100_000.0
     """Static XOFF per ingress port; set above Kmax/N so ECN acts before PFC."""

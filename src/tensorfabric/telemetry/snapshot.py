@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tensorfabric import roce
 from tensorfabric.findings import Finding
 from tensorfabric.samples import Sample
 
@@ -77,9 +78,9 @@ def _priority_zero(subject: str, rows: list[Sample], lim: SnapshotLimits) -> lis
                     f"all {total / 1e9:.1f} GB of traffic ran on priority 0, {_SINCE}: nothing maps RoCE to a "
                     "lossless priority (no DSCP or PCP mapping), so PFC cannot protect it",
                     {"bytes_by_priority": dict(per_prio)},
-                    "Trust DSCP on the NIC (mlnx_qos -i IF --trust dscp) and map RoCE's DSCP (26 by default) to "
-                    "the lossless priority (3); check the switch classifies the same way (tensorfabric fabric "
-                    "lint).")]
+                    "Trust DSCP on the NIC (mlnx_qos -i IF --trust dscp) and map RoCE's DSCP "
+                    f"({roce.ROCE_DSCP} by default) to the lossless priority ({roce.LOSSLESS_PRIORITY}); check the "
+                    "switch classifies the same way (tensorfabric fabric lint).")]
 
 
 def _ecn(subject: str, rows: list[Sample], lim: SnapshotLimits) -> list[Finding]:

@@ -16,6 +16,7 @@ import random
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
+from tensorfabric import roce
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import METRICS
 from tensorfabric.topology import Endpoint
@@ -24,7 +25,7 @@ __all__ = ["LINKS", "SCENARIOS", "Scenario", "diurnal_load", "trace"]
 
 DAY_S = 86400.0
 LINK_BPS = 100e9
-PRIO = "3"
+PRIO = str(roce.LOSSLESS_PRIORITY)
 
 HOSTS = ("h0", "h1", "h2", "h3")
 # switch ports: (switch, port, peer device, peer port)

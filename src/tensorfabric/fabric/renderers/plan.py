@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
 from tensorfabric.fabric.headroom import headroom_for_port
@@ -207,7 +208,7 @@ def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list
                 netdev=nic.netdev, rdma_device=nic.rdma_device, speed_bps=spec.port_speed(endpoint) or 0.0,
                 mtu=spec.port_mtu(endpoint), cable_length_m=spec.configured_cable_m(endpoint),
                 trust=over.trust or qos.trust, pfc=pfc,
-                dscp_to_priority={d: p for d, p in sorted(full.items()) if p != d >> 3},
+                dscp_to_priority={d: p for d, p in sorted(full.items()) if p != roce.default_priority(d)},
                 dscp_explicit=dict(sorted(full.items())), vendor=nic.vendor,
                 cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
                 cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,

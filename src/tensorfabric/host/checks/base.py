@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tensorfabric import roce
 from tensorfabric.findings import Finding
 from tensorfabric.host.gid_capture import CapturedPort
 from tensorfabric.host.mlnx_qos import MlnxQos
@@ -29,7 +30,7 @@ class DoctorContext:
     environ_source: Literal["shell", "log"] = "shell"
     environ_complete: bool = True
     """False when a variable missing from ``environ`` may still have been set (a log without ENV lines)."""
-    roce_dscp: int = 26
+    roce_dscp: int = roce.ROCE_DSCP
     roce_priority: int | None = None
     """Lossless priority of RoCE; ``None`` means the default DSCP -> priority map (DSCP >> 3)."""
     mtu: int | None = None
@@ -48,7 +49,7 @@ class DoctorContext:
 
     @property
     def priority(self) -> int:
-        return self.roce_priority if self.roce_priority is not None else self.roce_dscp >> 3
+        return self.roce_priority if self.roce_priority is not None else roce.default_priority(self.roce_dscp)
 
     @property
     def active_roce(self) -> tuple[RdmaPort, ...]:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.gids import select_gid
+from tensorfabric.host.nccl_judge import judge_gid_index
 from tensorfabric.host.records import RdmaPort
 
 
@@ -62,14 +63,14 @@ def index_env(ctx: DoctorContext) -> Iterator[Finding]:
     raw = ctx.environ.get("NCCL_IB_GID_INDEX")
     if raw is None:
         return
-    try:
-        index = int(raw.strip() or "0")  # NCCL reads an empty string as 0, which is link-local
-    except ValueError:
+    judged = judge_gid_index(raw)  # an empty value is index 0 (NCCL < 2.21), which is link-local
+    if judged.index is None:
         yield Finding("gid.index-env", "error", "env NCCL_IB_GID_INDEX", f"NCCL_IB_GID_INDEX={raw!r} is not an "
                       "integer", {"NCCL_IB_GID_INDEX": raw}, "unset it (NCCL >= 2.21 auto-selects)")
         return
-    if index < 0:
+    if not judged.pinned:
         return
+    index = judged.index
     bad = False
     for port in ctx.gid_ports:
         faults = _faults(port, index)

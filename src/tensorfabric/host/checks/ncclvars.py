@@ -7,21 +7,12 @@ from collections.abc import Iterator
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.discovery import affinity
+from tensorfabric.host.nccl_judge import exact_list, judge_ib_tc, split_nccl_list
 from tensorfabric.host.ncclenv import GDR_CAP
 from tensorfabric.host.pci import DISTANCES
 
 _LEVELS = ("LOC", *DISTANCES)
 _LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # NCCL's levelsOldToNew (src/graph/paths.cc)
-
-
-def split_nccl_list(value: str) -> tuple[bool, bool, list[str]]:
-    """NCCL's list syntax: leading ``^`` excludes, then ``=`` means exact names instead of prefixes."""
-    text = value.strip()
-    exclude = text.startswith("^")
-    text = text.removeprefix("^")
-    exact = text.startswith("=")
-    names = [t.split(":")[0].strip() for t in text.removeprefix("=").split(",") if t.strip()]
-    return exclude, exact, names
 
 
 @register("env.ib-hca")
@@ -30,22 +21,23 @@ def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
     devices = [d.name for d in ctx.inventory.rdma_devices]
     if raw is None or not devices:
         return
-    exclude, exact, names = split_nccl_list(raw)
-    for name in names:
-        matched = [d for d in devices if (d == name if exact else d.startswith(name))]
+    hcas = split_nccl_list(raw)
+    exclude = hcas.exclude
+    for name in hcas.names:
+        matched = [d for d in devices if (d.startswith(name) if name in hcas.prefixes else d == name)]
         if not matched:
             yield Finding("env.ib-hca-unknown", "warning" if exclude else "error", "env NCCL_IB_HCA",
                           f"NCCL_IB_HCA entry {name!r} matches no RDMA device here", {"NCCL_IB_HCA": raw,
                                                                                         "devices": devices},
                           f"use one of {', '.join(devices)} (`tensorfabric env` derives the list)")
-        elif not exact:
+        elif name in hcas.prefixes:
             extra = [d for d in matched if d != name]
             yield Finding("env.ib-hca-prefix", "error" if extra else "warning", "env NCCL_IB_HCA",
                           f"NCCL_IB_HCA={raw!r} has no '=': {name!r} is a prefix" +
                           (f" and also {'excludes' if exclude else 'selects'} {', '.join(extra)}" if extra else
                            f" (on a host with {name}0..{name}9 it would select those too)"),
                           {"NCCL_IB_HCA": raw, "matched": matched},
-                          f"write the exact form: NCCL_IB_HCA={'^' if exclude else ''}={raw.lstrip('^=')}")
+                          f"write the exact form: NCCL_IB_HCA={exact_list(raw)}")
 
 
 @register("env.net")
@@ -81,16 +73,14 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
                       f"NCCL_IB_TC is unset: RoCE leaves with {marks}, not the lossless DSCP {ctx.roce_dscp}",
                       evidence, fix)
         return
-    try:
-        tc = int(raw)
-    except ValueError:
-        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC", f"NCCL_IB_TC={raw!r} is not an integer",
-                      evidence, fix)
-        return
-    if tc >> 2 != ctx.roce_dscp:
+    judged = judge_ib_tc(raw, (ctx.roce_dscp,))
+    if judged.value is None:
         yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
-                      f"NCCL_IB_TC={tc} marks DSCP {tc >> 2}, but the lossless RoCE class is DSCP {ctx.roce_dscp}",
-                      evidence, fix)
+                      f"NCCL_IB_TC={raw!r} is not an integer 0..255", evidence, fix)
+    elif not judged.lossless:
+        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
+                      f"NCCL_IB_TC={judged.value} marks DSCP {judged.dscp}, but the lossless RoCE class is DSCP "
+                      f"{ctx.roce_dscp}", evidence, fix)
 
 
 @register("env.socket-ifname")
@@ -100,10 +90,11 @@ def socket_ifname(ctx: DoctorContext) -> Iterator[Finding]:
         raw = ctx.environ.get(var)
         if raw is None:
             continue
-        exclude, exact, names = split_nccl_list(raw)
-        exact = exact or var == "GLOO_SOCKET_IFNAME"  # Gloo takes exact names only
-        missing = [n for n in names if not any(d == n if exact else d.startswith(n) for d in netdevs)]
-        if missing and not exclude:
+        ifnames = split_nccl_list(raw)
+        prefixes = () if var == "GLOO_SOCKET_IFNAME" else ifnames.prefixes  # Gloo takes exact names only
+        missing = [n for n in ifnames.names if not any(d.startswith(n) if n in prefixes else d == n
+                                                       for d in netdevs)]
+        if missing and not ifnames.exclude:
             yield Finding("env.socket-ifname-missing", "error", f"env {var}",
                           f"{var}={raw!r} names no existing interface: {', '.join(missing)}",
                           {var: raw, "interfaces": netdevs},

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from tensorfabric import roce
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.window import Labels, Window
 from tensorfabric.topology import Endpoint
@@ -23,7 +24,7 @@ DAY_S = 86400.0
 class Thresholds:
     """Every tunable of every detector, with the reference's defaults."""
 
-    lossless_priorities: tuple[str, ...] = ("3", "4")
+    lossless_priorities: tuple[str, ...] = tuple(str(p) for p in roce.SONIC_LOSSLESS_PRIORITIES)
     storm_tx_fraction: float = 0.9
     """A port sending pause this share of an interval is storming (NIC watchdog acts at 100 ms of stall)."""
     victim_rx_fraction: float = 0.9

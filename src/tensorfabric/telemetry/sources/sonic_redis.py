@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tensorfabric import roce
 from tensorfabric.errors import DiscoveryError, InputError
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import METRICS
@@ -73,12 +74,12 @@ def _quanta_seconds(state: QuantaState | None, key: tuple[str, str, str], quanta
     went down was reset: the accumulation restarts from what it reads now.
     """
     if state is None:
-        return quanta * 512.0 / speed_bps
+        return quanta * float(roce.PAUSE_QUANTUM_BITS) / speed_bps
     before = state.get(key)
     if before is None or quanta < before[0]:
-        seconds = quanta * 512.0 / speed_bps
+        seconds = quanta * float(roce.PAUSE_QUANTUM_BITS) / speed_bps
     else:
-        seconds = before[1] + (quanta - before[0]) * 512.0 / speed_bps
+        seconds = before[1] + (quanta - before[0]) * float(roce.PAUSE_QUANTUM_BITS) / speed_bps
     state[key] = (quanta, seconds)
     return seconds
 
