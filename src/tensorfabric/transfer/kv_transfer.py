@@ -155,17 +155,9 @@ class _Side:
             self.registration = None
 
     def ucx_log(self) -> str:
-        from pathlib import Path
+        from tensorfabric.transfer.nixl_engine import read_ucx_log
 
-        from tensorfabric.transfer.nixl_engine import _flush_c_stdio
-
-        if self.log_path is None:
-            return ""
-        _flush_c_stdio()
-        try:
-            return Path(self.log_path.replace("%p", str(os.getpid()))).read_text(errors="replace")
-        except OSError:
-            return ""
+        return read_ucx_log(self.log_path)
 
     def transport(self) -> str:
         """The lanes UCX chose for this agent's endpoints, e.g. ``nixl/tcp(tcp/veth0)``."""

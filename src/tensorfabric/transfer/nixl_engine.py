@@ -278,15 +278,7 @@ class NixlEngine:
 
     def ucx_log(self) -> str:
         """UCX's log of this process so far ('' when it was not captured)."""
-        from pathlib import Path
-
-        if self.log_path is None:
-            return ""
-        _flush_c_stdio()
-        try:
-            return Path(self.log_path.replace("%p", str(os.getpid()))).read_text(errors="replace")
-        except OSError:
-            return ""
+        return read_ucx_log(self.log_path)
 
     def transport(self) -> UcxTransport:
         """The data path UCX reports for this agent's endpoints."""
@@ -306,6 +298,19 @@ class NixlEngine:
 
             shutil.rmtree(self.owned_dir, ignore_errors=True)
             self.owned_dir = None
+
+
+def read_ucx_log(log_path: str | None) -> str:
+    """This process's UCX log so far (``%p`` in ``log_path`` is the pid); '' when it was not captured."""
+    from pathlib import Path
+
+    if log_path is None:
+        return ""
+    _flush_c_stdio()
+    try:
+        return Path(log_path.replace("%p", str(os.getpid()))).read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _route_nixl_logging() -> None:
