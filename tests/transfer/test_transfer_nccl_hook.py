@@ -25,13 +25,17 @@ def test_apply_env_never_overwrites_the_user() -> None:
 
 
 def test_capture_log_reads_the_files_nccl_writes(tmp_path: Path) -> None:
-    environ: dict[str, str] = {}
+    from tensorfabric.fsutil import SCRATCH_ENV
+
+    environ: dict[str, str] = {SCRATCH_ENV: str(tmp_path)}
     capture = nccl.capture_log(environ)
     assert environ["NCCL_DEBUG"] == "INFO" and environ["NCCL_DEBUG_FILE"].endswith(".%h.%p")
-    assert capture.path is not None
+    assert capture.path is not None and capture.path.parent.parent == tmp_path  # under the launcher's scratch
     # What NCCL does with %h.%p: one file per process.
     Path(str(capture.path) + ".host1.123").write_text("line one\n")
     assert "line one" in capture.read()
+    capture.discard()
+    assert not capture.path.parent.exists()
     user = {"NCCL_DEBUG": "WARN"}
     assert nccl.capture_log(user).path is None and user == {"NCCL_DEBUG": "WARN"}
 

@@ -110,19 +110,24 @@ def _model(cfg: DisaggConfig, prep: Any, index: int, tp: int, group: Any) -> Sha
     return ShardedLlama(prep.model, plan, load_shard(prep.checkpoint, prep.model, plan, dtype), comm, dtype)
 
 
-def _ucx_log_path() -> str | None:
-    """Where UCX logs in this process (set here when nobody did: UCX reads its log settings once per process)."""
+def _ucx_log_path() -> tuple[str | None, str | None]:
+    """Where UCX logs in this process (set here when nobody did: UCX reads its log settings once per process),
+    and the directory made for it (the caller removes it). It lives under the launcher's scratch directory when
+    there is one, so a killed rank leaves nothing behind once its launcher exits."""
     import tempfile
 
+    from tensorfabric.fsutil import SCRATCH_ENV
     from tensorfabric.transfer.nixl_engine import prepare_ucx_env
 
     if "UCX_LOG_FILE" in os.environ:
-        return os.environ["UCX_LOG_FILE"] if os.environ.get("UCX_LOG_LEVEL") == "info" else None
+        return (os.environ["UCX_LOG_FILE"] if os.environ.get("UCX_LOG_LEVEL") == "info" else None), None
     if "UCX_LOG_LEVEL" in os.environ:
-        return None
-    path = str(Path(tempfile.mkdtemp(prefix="tf-kv-ucx-")) / "ucx.%p.log")
+        return None, None
+    scratch = os.environ.get(SCRATCH_ENV)
+    made = tempfile.mkdtemp(prefix="tf-kv-ucx-", dir=scratch if scratch and os.path.isdir(scratch) else None)
+    path = str(Path(made) / "ucx.%p.log")
     prepare_ucx_env(os.environ, path)
-    return path
+    return path, made
 
 
 def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
@@ -142,8 +147,12 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
     if world_size != cfg.world:
         raise InputError(f"world size {world_size} is not prefill + decode = {cfg.world}")
     torch.set_num_threads(torch_threads(int(environ.get("LOCAL_WORLD_SIZE", "1") or 1), torch.get_num_threads()))
-    log_path = _ucx_log_path()
-    world = init(cfg.run.backend, timeout_s=cfg.run.timeout_s, environ=environ, engine=cfg.run.engine)
+    log_path, log_dir = _ucx_log_path()
+    try:
+        world = init(cfg.run.backend, timeout_s=cfg.run.timeout_s, environ=environ, engine=cfg.run.engine)
+    except BaseException:
+        _remove(log_dir)
+        raise
     try:
         prefill = world.rank < cfg.prefill
         role, tp = ("prefill", cfg.prefill) if prefill else ("decode", cfg.decode)
@@ -188,6 +197,14 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
         return result
     finally:
         world.destroy()
+        _remove(log_dir)
+
+
+def _remove(directory: str | None) -> None:
+    if directory is not None:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _pause(cfg: DisaggConfig, side: KVSender) -> Callable[[int, int], None]:

@@ -507,7 +507,10 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         probe = torch.ones(1, device="cuda")
         dist.all_reduce(probe)
         torch.cuda.synchronize()
-        transport = nccl.verify(capture.read(), require_transport, group=name)
+        try:
+            transport = nccl.verify(capture.read(), require_transport, group=name)
+        finally:
+            capture.discard()
     nixl = None
     if use_nixl:
         nixl = nixl_setup.open_world(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError, TransferError
+from tensorfabric.fsutil import SCRATCH_ENV
 
 __all__ = ["LogCapture", "TRANSPORT_CHECKS", "apply_env", "capture_log", "verify"]
 
@@ -50,11 +51,21 @@ class LogCapture:
         texts = [p.read_text(errors="replace") for p in sorted(self.path.parent.glob(self.path.name + "*"))]
         return "\n".join(texts)
 
+    def discard(self) -> None:
+        """Remove the capture's directory once its text is read (NCCL's open file descriptor keeps working)."""
+        if self.path is not None:
+            import shutil
+
+            shutil.rmtree(self.path.parent, ignore_errors=True)
+
 
 def capture_log(environ: MutableMapping[str, str]) -> LogCapture:
     if "NCCL_DEBUG" in environ or "NCCL_DEBUG_FILE" in environ:
         return LogCapture(None)
-    base = Path(tempfile.mkdtemp(prefix="tf-nccl-")) / "nccl.log"
+    scratch = environ.get(SCRATCH_ENV)
+    # Under the launcher's scratch directory when there is one: a killed rank then leaves nothing behind.
+    base = Path(tempfile.mkdtemp(prefix="tf-nccl-", dir=scratch if scratch and Path(scratch).is_dir() else None))
+    base = base / "nccl.log"
     environ["NCCL_DEBUG"] = "INFO"
     environ["NCCL_DEBUG_SUBSYS"] = environ.get("NCCL_DEBUG_SUBSYS", "INIT,ENV,NET")
     # NCCL expands %h (host) and %p (pid); read() globs for the expanded name.
