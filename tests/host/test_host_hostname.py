@@ -55,5 +55,5 @@ def test_ten_megabyte_lines_in_the_other_parsers_raise_only_parse_error() -> Non
 
 def test_the_transfer_runtime_captures_the_recommended_subsystems() -> None:
     environ: dict[str, str] = {}
-    transfer_nccl.capture_log(environ)
+    transfer_nccl.capture_log(environ).discard()
     assert f"NCCL_DEBUG={environ['NCCL_DEBUG']} NCCL_DEBUG_SUBSYS={environ['NCCL_DEBUG_SUBSYS']}" == CAPTURE_HINT
