@@ -13,7 +13,6 @@ Usage: python benchmarks/codec_speedup.py [--rounds 5] [--iters 3]; writes bench
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -76,7 +75,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=3)
     args = parser.parse_args()
-    from tensorfabric.fsutil import atomic_write_text
+    from tensorfabric.fsutil import atomic_write_json
     from tensorfabric.transfer import spawn
 
     t0 = time.time()
@@ -96,7 +95,7 @@ def main() -> int:
         print(f"{r['codec']:>6}  {r['time_ms']:>9.1f}  {r['speed_ratio']:>5.2f}x  {r['wire_bytes']:>11}  "
               f"{r['max_error']:>10.3e}  {r['max_bound']:>9.3e}")
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_text(RESULTS / "codec_speedup.json", json.dumps(result, indent=2) + "\n")
+    atomic_write_json(RESULTS / "codec_speedup.json", result)
     return 0
 
 

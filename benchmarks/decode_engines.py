@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -93,8 +93,7 @@ def main() -> None:
     print(f"  tokens/s nixl/torch per pair: {[f'{r:.2f}' for r in ratios]}, median {result['median_ratio']:.2f}x; "
           f"identical greedy tokens: {result['identical_tokens']}")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     print(f"wrote {out}")
 
 

@@ -23,7 +23,6 @@ Prints a table and writes benchmarks/results/exporter_scrape.json. Targets from 
 from __future__ import annotations
 
 import gc
-import json
 import platform
 import statistics
 import sys
@@ -31,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json, atomic_write_text
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.engine import Monitor
@@ -223,8 +222,7 @@ def main() -> int:
         "targets": {"scrape_median_ms": 50, "cpu_share": 0.01},
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "note": "shared 2-core VM"},
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(OUT, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(OUT, result)
     print(f"{NICS} NICs x {keys} ethtool keys -> {series} exported series, {REPEATS} repeats")
     print(f"scrape incl. poll + detectors : median {result['scrape_with_poll_ms']['median']:7.2f} ms "
           f"(max {result['scrape_with_poll_ms']['max']:.2f})")

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.host.discovery import discover
 from tensorfabric.host.doctor import run_doctor
 from tensorfabric.host.nccl_log import parse_nccl_log
@@ -74,7 +74,7 @@ def main() -> int:
         "doctor_mlx5_host_median_ms": round(statistics.median(runs) * 1e3, 1),
     }
     print(json.dumps(result, indent=2))
-    atomic_write_text(RESULTS, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(RESULTS, result)
     return 0
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_json
 from tensorfabric.inference.tiny import make_tiny, tiny_config
 from tensorfabric.lab.netlink import privileges_missing
 
@@ -271,8 +271,7 @@ def main_real(args: argparse.Namespace, lab_ok: bool, where: str) -> None:
               f"{REAL_NEW_TOKENS} tokens, max logit dev {r['max_logit_dev_first_token']:.4f} (first token), "
               f"{r['max_logit_dev_until_divergence']:.4f} (until divergence)")
     out = Path(args.out or Path(__file__).parent / "results" / "inference_comm_smollm2.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     plot_real(result, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
@@ -312,8 +311,7 @@ def main() -> None:
               f"{shape['goal_compute_budget_ms']:.1f} ms per rank at these communication times; measured "
               f"{shape['configs']['none']['prefill_compute_ms']:.1f} ms")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     print(f"wrote {out}")
     if len(shapes) > 1:
         plot(result, out.with_suffix(".png"))

@@ -11,12 +11,11 @@ peak < 0.7 x model size + baseline on every tp=2 rank. Writes benchmarks/results
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.inference.runner import RunConfig, rank_entry
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
@@ -59,8 +58,7 @@ def main() -> None:
               f"{row['growth_mib']:>8.1f}M {row['shard_mib']:>8.1f}M {row['budget_mib']:>8.1f}M  "
               f"{row['within_budget']}")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     print(f"wrote {out}")
 
 

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_json
 from tensorfabric.lab.netlink import privileges_missing
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -302,8 +302,7 @@ def main() -> None:
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     result["wall_s"] = time.perf_counter() - started
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     plot(result, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 

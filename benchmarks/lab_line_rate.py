@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import LabError
+from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.lab import Lab
 from tensorfabric.lab.netlink import check_privileges
 
@@ -180,8 +181,7 @@ def main() -> int:
         c = results["counters_bench"]
         print(f"bench ranks in a lab, counters/expected {[f'{r:.4f}' for r in c['ratio']]}")
     results["total_s"] = time.monotonic() - t0
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    atomic_write_json(RESULTS, results)
     print(f"wrote {RESULTS} in {results['total_s']:.0f}s")
     return 0
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_json
 from tensorfabric.host import discovery, gid_capture, mlnx_qos, nccl_lines, nccl_log
 from tensorfabric.host.nccl_log import MAX_LINE_CHARS, parse_nccl_log
 from tensorfabric.host.signatures import SIGNATURES
@@ -147,7 +147,7 @@ def main() -> int:
         "regex_audit": audit,
     }
     print(json.dumps({k: v for k, v in result.items() if k != "regex_audit"}, indent=2))
-    atomic_write_text(RESULTS / "nccl_log_parse.json", json.dumps(result, indent=2) + "\n")
+    atomic_write_json(RESULTS / "nccl_log_parse.json", result)
     _plot(scaling)
     return 0
 

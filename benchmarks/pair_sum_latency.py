@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
+from tensorfabric.fsutil import atomic_write_figure, atomic_write_json
 from tensorfabric.lab.netlink import privileges_missing
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -140,8 +140,7 @@ def main() -> None:
               f"{gs['median_ms']:9.3f} {gs['mean_ms']:7.3f} {gs['p90_ms']:7.3f} {r['ratio_mean']:10.2f}x "
               f"{r['ratio_median']:6.2f}x")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    atomic_write_json(out, result)
     plot(rows, where, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 

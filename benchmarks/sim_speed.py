@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import json
 import os
 import platform
 import time
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.sim import EcnConfig, PfcConfig, SimConfig, compile_network, fat_tree, run
 from tensorfabric.sim.workloads import permutation
 
@@ -105,7 +104,7 @@ def main() -> None:
         "baseline": {"kind": "bare heapq event loop, same run", "events_per_s": rate},
         "results": results,
     }
-    atomic_write_text(OUT, json.dumps(doc, indent=2) + "\n")
+    atomic_write_json(OUT, doc)
     print(f"wrote {OUT}")
 
 

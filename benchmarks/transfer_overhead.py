@@ -15,7 +15,6 @@ benchmarks/results/transfer_overhead.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -86,7 +85,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iters", type=int, default=3)
     args = parser.parse_args()
-    from tensorfabric.fsutil import atomic_write_text
+    from tensorfabric.fsutil import atomic_write_json
     from tensorfabric.transfer import spawn
 
     t0 = time.time()
@@ -118,7 +117,7 @@ def main() -> int:
     print(f"median overhead: {median_overhead:.2f}% (goal <= 3%)")
     print(f"bookkeeping per call: {book:.2f} us = {result['bookkeeping_pct_of_1mib']:.4f}% of a 1 MiB all_reduce")
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_text(RESULTS / "transfer_overhead.json", json.dumps(result, indent=2) + "\n")
+    atomic_write_json(RESULTS / "transfer_overhead.json", result)
     return 0
 
 

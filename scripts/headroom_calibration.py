@@ -12,14 +12,13 @@ Usage: ``.venv/bin/python scripts/headroom_calibration.py [--json FILE]``; print
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.headroom import ASICS, compute_headroom
 from tensorfabric.fabric.headroom_presets import PRESETS
 from tensorfabric.fabric.headroom_table import load_table
-from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.fsutil import atomic_write_json
 
 TABLES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "fabric" / "headroom"
 
@@ -78,7 +77,7 @@ def main() -> None:
         print(f"| {r['preset']} | `{sku}` | {r['rows']}{cap} | {_pct(r['vendor_min'])} .. {_pct(r['vendor_max'])} | "
               f"{_pct(r['sonic_min'])} .. {_pct(r['sonic_max'])} | {_pct(r['ieee_min'])} .. {_pct(r['ieee_max'])} |")
     if args.json is not None:
-        atomic_write_text(args.json, json.dumps({"rows": table}, indent=2) + "\n")
+        atomic_write_json(args.json, {"rows": table})
 
 
 if __name__ == "__main__":

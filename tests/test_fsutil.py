@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from tensorfabric.errors import InputError
-from tensorfabric.fsutil import atomic_write_bytes, atomic_write_text, current_umask, locate_sysfs, write_files
+from tensorfabric.fsutil import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    current_umask,
+    locate_sysfs,
+    write_files,
+)
 
 
 @pytest.fixture()
@@ -88,3 +95,12 @@ def test_locate_sysfs_reads_both_spellings(tmp_path: Path, monkeypatch: pytest.M
         with pytest.raises(InputError, match=why) as info:
             locate_sysfs(bad)
         assert repr(str(bad)) in str(info.value) and "accepted: '/'" in str(info.value)
+
+
+def test_atomic_write_json_is_indented_with_a_final_newline_and_makes_parents(tmp_path: Path) -> None:
+    import json
+
+    target = tmp_path / "results" / "bench.json"
+    atomic_write_json(target, {"a": [1, 2]})
+    text = target.read_text()
+    assert text.endswith("}\n") and "\n  " in text and json.loads(text) == {"a": [1, 2]}

@@ -162,6 +162,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | No
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """``obj`` as indented JSON with a final newline (how benchmarks and scripts save results), atomically."""
+    import json
+
+    return atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+
+
 def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int | None]]) -> list[Path]:
     """Write each ``(path, content, mode)`` atomically, in order; on an OS error say what was and was not written.
 
