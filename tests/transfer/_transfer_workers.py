@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,7 +32,8 @@ def _data(rank: int, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> t
 def suite(rank: int, numel: int, engine: str = "torch") -> dict[str, Any]:
     """One process group, every check: spawning ranks is the expensive part on a small machine."""
     g = init(timeout_s=60, engine=engine)
-    out = {"exactness": exactness(g), "codecs": codec_bounds(g, numel), "bucketing": bucketing(g)}
+    out = {"exactness": exactness(g), "codecs": codec_bounds(g, numel), "bucketing": bucketing(g),
+           "codec_routes": codec_routes(g), "arrivals": arrivals(g)}
     if g.size == 4:
         out["mesh"] = mesh(g)
     g.barrier()
@@ -182,6 +184,55 @@ def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
                 report[f"all_gather/{name}/{kind}/{str(dtype)[6:]}"] = {
                     "max_err": float(gerr.max()), "violations": int((gerr > gbound).sum())}
     return report
+
+
+def codec_routes(g: Group) -> dict[str, Any]:
+    """The compressed collectives through the group's engine against the Gloo route, bit for bit, on a tensor
+    whose encoded parts span several NIXL slots (so pieces, the write-ahead window and credit all happen)."""
+    out: dict[str, Any] = {}
+    numel = 64 * 12_000 + 7  # int8: ~200 KiB per rank's part on four ranks, ~800 KiB in all on two
+    x = _data(g.rank, (numel,), torch.float32, seed=11) * (1 + 1e3 * (torch.arange(numel) % 997 == 0))
+    for name in ("int8", "fp8"):
+        codec = get_codec(name, block=64)
+        routed = x.clone()
+        g.all_reduce(routed, codec=codec)
+        gathered = g.all_gather(x[:200_000].clone(), codec=codec)
+        engine, g.nixl = g.nixl, None
+        try:
+            gloo = x.clone()
+            g.all_reduce(gloo, codec=codec)
+            gloo_gathered = g.all_gather(x[:200_000].clone(), codec=codec)
+        finally:
+            g.nixl = engine
+        out[name] = {"all_reduce_equal": bool(torch.equal(routed, gloo)),
+                     "all_gather_equal": bool(torch.equal(gathered, gloo_gathered)),
+                     "checksum": float(routed.double().sum())}
+    return out
+
+
+def arrivals(g: Group) -> dict[str, Any]:
+    """Lateness from call start times: rank r enters an all_reduce r * 60 ms late; clocks that differ or
+    call sequences that differ give None."""
+    import tempfile
+
+    from tensorfabric.transfer.arrivals import lateness
+
+    g.barrier()
+    g.stats.reset()
+    g.stats.track_calls()
+    time.sleep(0.06 * g.rank)
+    g.all_reduce(torch.ones(8))
+    g.barrier()
+    late = lateness(g)
+    with tempfile.TemporaryDirectory() as tmp:
+        boot = Path(tmp) / "boot_id"
+        boot.write_text(f"boot-{g.rank}\n")
+        other_clock = lateness(g, boot_id=boot)
+    if g.rank == 0:
+        g.stats.record("all_reduce", "none", 32, 32, 0.0)  # one more call on one rank only
+    uneven = lateness(g)
+    g.stats.track_calls(False)
+    return {"late": late, "other_clock": other_clock, "uneven": uneven}
 
 
 def bucketing(g: Group) -> dict[str, Any]:

@@ -96,3 +96,30 @@ def test_bucketing_round_trips_mixed_shapes_and_dtypes_in_place(nranks: int, eng
         assert all(res["ok"]), res
         assert all(res["same_storage"])
         assert res["shapes"] == [(3,), (2, 5), (), (7, 1, 2), (1,), (130,), (4,), (2, 2)]
+
+
+@pytest.mark.timeout(220)
+@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("engine", ["torch", NIXL])
+def test_compressed_collectives_through_nixl_pieces_equal_the_gloo_route(nranks: int, engine: str) -> None:
+    routes = [r["codec_routes"] for r in _results(nranks, engine)]
+    for rank, by_codec in enumerate(routes):
+        for name, res in by_codec.items():
+            assert res["all_reduce_equal"] and res["all_gather_equal"], f"rank {rank} {name}: {res}"
+    # ... and every rank holds the same all_reduce result.
+    assert all(r == routes[0] for r in routes[1:])
+
+
+@pytest.mark.timeout(220)
+@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("engine", ["torch", NIXL])
+def test_lateness_is_the_wait_for_the_last_rank_and_unknown_across_clocks(nranks: int, engine: str) -> None:
+    results = [r["arrivals"] for r in _results(nranks, engine)]
+    last = nranks - 1
+    for rank, res in enumerate(results):
+        late = res["late"]
+        assert late is not None and set(late) == {"all_reduce", "barrier"}
+        # Rank r entered the all_reduce 60 ms per rank later than rank 0, so it waited for the last rank.
+        want = 0.06 * (last - rank)
+        assert want - 0.01 <= late["all_reduce"] <= want + 0.03, (rank, late)
+        assert res["other_clock"] is None and res["uneven"] is None

@@ -135,12 +135,14 @@ def _render(report: dict[str, Any]) -> None:
     per = report["per_token"]
     con.print(f"per decode token: compute {per['compute_s'] * 1e3:.2f} ms, communication {per['comm_s'] * 1e3:.2f} ms")
     if report["comm"]:
-        table = Table(title="communication (rank 0, whole generation)")
-        for col in ("collective", "calls", "bytes", "wire bytes", "seconds", "codec"):
+        table = Table(title="communication (rank 0, whole generation)",
+                      caption="late: time before the last rank called (its compute, not the link)")
+        for col in ("collective", "calls", "bytes", "wire bytes", "seconds", "late", "codec"):
             table.add_column(col, justify="left" if col in ("collective", "codec") else "right")
         for op, s in report["comm"].items():
+            late = s.get("late_s")
             table.add_row(op, str(s["calls"]), f"{s['bytes']:,}", f"{s['wire_bytes']:,}", f"{s['seconds']:.4f}",
-                          ",".join(s["codecs"]))
+                          "unknown" if late is None else f"{late:.4f}", ",".join(s["codecs"]))
         con.print(table)
 
 

@@ -84,15 +84,21 @@ class GroupStage:
         return 0.0
 
 
-def merge_stats(groups: Sequence[Group]) -> dict[str, dict[str, Any]]:
+def merge_stats(groups: Sequence[Group],
+                lateness: Sequence[dict[str, float] | None] | None = None) -> dict[str, dict[str, Any]]:
     """Per collective type totals over ``groups``: calls, bytes, wire_bytes, seconds, codecs used, and for the
     calls through NIXL (``nixl_calls``) the part of ``seconds`` spent waiting for the slowest peer
-    (``wait_seconds``; the rest is this rank moving bytes: copies, posts, sums)."""
+    (``wait_seconds``; the rest is this rank moving bytes: copies, posts, sums).
+
+    With ``lateness`` (one :func:`tensorfabric.transfer.arrivals.lateness` answer per group), ``late_seconds``
+    is the part of ``seconds`` spent before the group's last rank had called the collective: the others'
+    compute, which no link or codec shortens. None where any group's answer for that op is unknown."""
     out: dict[str, dict[str, Any]] = {}
-    for group in groups:
+    for i, group in enumerate(groups):
+        late = lateness[i] if lateness is not None else None
         for s in group.stats.snapshot():
             entry = out.setdefault(s.op, {"calls": 0, "bytes": 0, "wire_bytes": 0, "seconds": 0.0, "codecs": [],
-                                          "wait_seconds": 0.0, "nixl_calls": 0})
+                                          "wait_seconds": 0.0, "nixl_calls": 0, "late_seconds": 0.0})
             entry["calls"] += s.calls
             entry["bytes"] += s.bytes
             entry["wire_bytes"] += s.wire_bytes
@@ -101,4 +107,9 @@ def merge_stats(groups: Sequence[Group]) -> dict[str, dict[str, Any]]:
             entry["nixl_calls"] += s.nixl_calls
             if s.codec not in entry["codecs"]:
                 entry["codecs"].append(s.codec)
+        for op in {s.op for s in group.stats.snapshot()}:
+            if late is None or op not in late or out[op]["late_seconds"] is None:
+                out[op]["late_seconds"] = None
+            else:
+                out[op]["late_seconds"] += late[op]
     return out

@@ -43,7 +43,9 @@ def summarize(result: RankResult, cfg: RunConfig, texts: Sequence[str], model_di
         "comm": {op: {"calls": s["calls"], "bytes": s["bytes"], "wire_bytes": s["wire_bytes"],
                       "seconds": s["seconds"], "codecs": s["codecs"], "nixl_calls": s.get("nixl_calls", 0),
                       "wait_s": s.get("wait_seconds", 0.0),
-                      "move_s": s["seconds"] - s.get("wait_seconds", 0.0) if s.get("nixl_calls") else None}
+                      "move_s": s["seconds"] - s.get("wait_seconds", 0.0) if s.get("nixl_calls") else None,
+                      # Of seconds, the part before the group's last rank called (None: unknown).
+                      "late_s": s.get("late_seconds")}
                  for op, s in sorted(result.comm.items())},
         "engine": cfg.engine,
         "per_token": {"compute_s": max(step_mean - comm_per_token, 0.0), "comm_s": comm_per_token},

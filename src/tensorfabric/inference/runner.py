@@ -147,6 +147,7 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
     from tensorfabric.inference.generate import LocalStage, StageComm, generate
     from tensorfabric.inference.model import LocalComm, ShardedLlama, TPComm
     from tensorfabric.inference.weights import load_shard
+    from tensorfabric.transfer.arrivals import lateness
     from tensorfabric.transfer.group import init
 
     env = environ if environ is not None else {}
@@ -182,6 +183,7 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
             world.barrier()
         for g in groups:
             g.stats.reset()
+            g.stats.track_calls()
 
         def comm_total() -> float:
             return sum(s.seconds for g in groups for s in g.stats.snapshot())
@@ -189,9 +191,10 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
         bar = progress("generating", cfg.sampling.max_new_tokens) if progress is not None else None
         gen = generate(model, stage, prep.prompts, cfg.sampling, microbatches=cfg.microbatches or cfg.pp,
                        keep_logits=cfg.keep_logits, clock=clock, comm_seconds=comm_total, on_token=bar)
+        late = [lateness(g) for g in groups]
         return RankResult(rank=world.rank, token_ids=gen.token_ids, ttft_s=gen.ttft_s, step_s=gen.step_s,
                           step_comm_s=gen.step_comm_s, prefill_comm_s=gen.prefill_comm_s,
-                          comm=merge_stats(groups), transport=world.transport, load_s=load_s,
+                          comm=merge_stats(groups, late), transport=world.transport, load_s=load_s,
                           shard_bytes=weights.nbytes(), rss_baseline_bytes=baseline,
                           rss_peak_bytes=_rss("VmHWM", proc_status), logits=gen.logits)
     finally:

@@ -47,6 +47,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError
+from tensorfabric.transfer import compressed_nixl
 
 if TYPE_CHECKING:
     import torch
@@ -75,6 +76,9 @@ def _exchange(group: Group, op: str, out: torch.Tensor, inp: torch.Tensor, gathe
 
     if group.pg is None:
         out.copy_(inp.repeat(group.size) if gather else inp)
+        return None
+    if group.nixl is not None:
+        compressed_nixl.exchange(group.nixl, op, out, inp, gather)
         return None
     try:
         if gather:

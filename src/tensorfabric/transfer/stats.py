@@ -12,6 +12,7 @@ and the inference report observe transfers without transfer importing either of 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,13 +52,23 @@ class OpStat:
 class GroupStats:
     """Mutable accumulator owned by one :class:`~tensorfabric.transfer.group.Group`."""
 
-    __slots__ = ("_totals", "_listeners", "_waits")
+    __slots__ = ("_totals", "_listeners", "_waits", "_calls")
 
     def __init__(self) -> None:
         # (op, codec) -> [calls, bytes, wire_bytes, seconds]; a list, not a dataclass, to keep record() cheap.
         self._totals: dict[tuple[str, str], list[Any]] = {}
         self._listeners: list[Listener] = []
         self._waits: dict[str, list[Any]] = {}  # op -> [nixl calls, seconds waited]
+        self._calls: list[tuple[str, float]] | None = None  # (op, start) of every call, while tracking
+
+    def track_calls(self, on: bool = True) -> None:
+        """Keep (op, start time) of every call from now on (``time.perf_counter``, i.e. CLOCK_MONOTONIC on
+        Linux): what :func:`tensorfabric.transfer.arrivals.lateness` compares across ranks."""
+        self._calls = [] if on else None
+
+    def calls(self) -> list[tuple[str, float]]:
+        """The tracked (op, start) pairs in call order (empty when not tracking)."""
+        return list(self._calls or ())
 
     def record(self, op: str, codec: str, nbytes: int, wire_bytes: int, seconds: float) -> None:
         entry = self._totals.get((op, codec))
@@ -67,6 +78,8 @@ class GroupStats:
         entry[1] += nbytes
         entry[2] += wire_bytes
         entry[3] += seconds
+        if self._calls is not None:
+            self._calls.append((op, time.perf_counter() - seconds))
         for listener in self._listeners:
             listener(op, codec, nbytes, wire_bytes, seconds)
 
@@ -94,6 +107,8 @@ class GroupStats:
     def reset(self) -> None:
         self._totals.clear()
         self._waits.clear()
+        if self._calls is not None:
+            self._calls.clear()
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [s.to_dict() for s in self.snapshot()]
