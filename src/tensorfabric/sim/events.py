@@ -60,10 +60,16 @@ def applies(net: Network, cfg: SimConfig) -> str | None:
 
 def _share(total: float, demands: list[float]) -> list[float]:
     """Max-min split of ``total`` among ``demands``."""
+    n = len(demands)
+    if n == 1:
+        return [min(total, demands[0])]
     if sum(demands) <= total:
         return demands
-    out = [0.0] * len(demands)
-    left, n = total, len(demands)
+    even = total / n
+    if min(demands) >= even:  # every port brings more than an even share (the usual case under PFC)
+        return [even] * n
+    out = [0.0] * n
+    left = total
     for i in sorted(range(n), key=demands.__getitem__):
         out[i] = min(demands[i], left / n)
         left -= out[i]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tensorfabric.errors import InputError, SimulationError
-from tensorfabric.topology import Fabric, Host, Link
+from tensorfabric.topology import Fabric, Host
 
 __all__ = ["DirectedEdge", "Graph"]
 
@@ -54,20 +54,22 @@ class Graph:
         self.out: dict[str, list[int]] = {name: [] for name in fabric.device_names}
         self.inn: dict[str, list[int]] = {name: [] for name in fabric.device_names}
         self.by_pair: dict[tuple[str, str], int] = {}
-        for link in fabric.links:
-            if frozenset((link.a.device, link.b.device)) in down:
+        edges, out, inn, by_pair = self.edges, self.out, self.inn, self.by_pair
+        for link in fabric.links:  # both directions per link, in that order; written out because it runs per edge
+            a, b = link.a, link.b
+            ad, bd = a.device, b.device
+            if down and frozenset((ad, bd)) in down:
                 continue
-            self._add(link, forward=True)
-            self._add(link, forward=False)
+            idx = len(edges)
+            edges.append(DirectedEdge(ad, a.port, bd, b.port, link.speed_bps, link.cable_length_m))
+            edges.append(DirectedEdge(bd, b.port, ad, a.port, link.speed_bps, link.cable_length_m))
+            out[ad].append(idx)
+            inn[bd].append(idx)
+            out[bd].append(idx + 1)
+            inn[ad].append(idx + 1)
+            by_pair.setdefault((ad, bd), idx)
+            by_pair.setdefault((bd, ad), idx + 1)
         self._dist_cache: dict[tuple[str, ...], dict[str, int]] = {}
-
-    def _add(self, link: Link, *, forward: bool) -> None:
-        a, b = (link.a, link.b) if forward else (link.b, link.a)
-        idx = len(self.edges)
-        self.edges.append(DirectedEdge(a.device, a.port, b.device, b.port, link.speed_bps, link.cable_length_m))
-        self.out[a.device].append(idx)
-        self.inn[b.device].append(idx)
-        self.by_pair.setdefault((a.device, b.device), idx)
 
     def host(self, name: str) -> Host:
         device = self.fabric.device(name)
