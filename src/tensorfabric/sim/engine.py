@@ -26,6 +26,7 @@ import numpy.typing as npt
 from tensorfabric.errors import InputError
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.ecn import mark_probability
+from tensorfabric.sim.events import applies, run_events
 from tensorfabric.sim.fifo import newly_closed
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
@@ -72,8 +73,6 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     """Step the network until ``cfg.duration_s`` (or until every flow finished, if ``stop_when_idle``)."""
     # --- engine dispatch (sim/events.py): PFC steady state where it applies; the stepped engine below.
     if cfg.engine != "stepped":
-        from tensorfabric.sim.events import applies, run_events  # late: events builds this module's Trace
-
         why_not = applies(net, cfg)
         if why_not is None:
             return run_events(net, cfg, advance=advance)

@@ -123,7 +123,7 @@ def _rates(tree: _Tree, cap: list[float], line: list[float], active: list[bool],
 
 
 def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
-    from tensorfabric.sim.engine import Trace  # late: the stepped engine dispatches here
+    from tensorfabric.sim.engine import Trace  # late: engine imports this module to dispatch here
 
     n_f, n_e = net.size.shape[0], net.cap_bytes_s.shape[0]
     tree = _Tree(net)
