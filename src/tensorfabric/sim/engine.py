@@ -67,6 +67,8 @@ class Trace:
     series_rate: npt.NDArray[np.float32]
     series_delivered: npt.NDArray[np.float32]
     snapshots: list[dict[str, F64]] = field(default_factory=list)
+    engine: str = "stepped"
+    """Which engine produced it: ``stepped`` or ``events`` (see ``SimConfig.engine``)."""
 
 
 def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:

@@ -51,9 +51,9 @@ def applies(net: Network, cfg: SimConfig) -> str | None:
         return "a counter stream was asked for"
     if net.forced_pause.any():
         return "a NIC is stuck"
-    pairs = np.unique(net.seg_in * net.cap_bytes_s.shape[0] + net.seg_edge)
-    ports = pairs // net.cap_bytes_s.shape[0]
-    if ports.size != np.unique(ports).size:
+    egress_of = np.full(net.cap_bytes_s.shape[0], -1, dtype=np.int64)
+    egress_of[net.seg_in] = net.seg_edge  # one of each port's egresses; all must be that one
+    if not (egress_of[net.seg_in] == net.seg_edge).all():
         return "an ingress port carries flows towards more than one egress (head-of-line coupling)"
     return None
 
@@ -78,10 +78,13 @@ def _share(total: float, demands: list[float]) -> list[float]:
 
 
 class _Tree:
-    """The used edges as a forest: each edge's one downstream edge, in the order supply flows up."""
+    """The used edges as a forest: each edge's one downstream edge, in the orders supply and shares flow."""
 
     def __init__(self, net: Network) -> None:
-        used = np.unique(np.concatenate([net.src_nic_edge, net.seg_edge]))
+        mask = np.zeros(net.cap_bytes_s.shape[0], dtype=bool)
+        mask[net.src_nic_edge] = True
+        mask[net.seg_edge] = True
+        used = np.flatnonzero(mask)
         self.used = used
         local = {int(e): i for i, e in enumerate(used)}
         m = used.size
@@ -94,32 +97,44 @@ class _Tree:
         for path in net.paths:
             for h, e in enumerate(path):
                 height[local[e]] = len(path) - 1 - h
-        self.up = sorted(range(m), key=height.__getitem__, reverse=True)  # children before their parent
-        self.down = self.up[::-1]
-        self.nic_flows: list[list[int]] = [[] for _ in range(m)]
-        for f, e in enumerate(net.src_nic_edge):
-            self.nic_flows[local[int(e)]].append(f)
+        by_height = sorted(range(m), key=height.__getitem__, reverse=True)
+        self.switch_up = [i for i in by_height if self.children[i]]  # children before their parent
+        self.switch_down = self.switch_up[::-1]
+        self.roots = [i for i in range(m) if self.parent[i] < 0]
+        flows_of: dict[int, list[int]] = {}
+        for f, e in enumerate(net.src_nic_edge.tolist()):
+            flows_of.setdefault(local[e], []).append(f)
+        self.nics = list(flows_of.items())
 
 
 def _rates(tree: _Tree, cap: list[float], line: list[float], active: list[bool], rate: list[float],
            supply: list[float], alloc: list[float]) -> None:
     """Fill per-flow ``rate`` and per-edge ``supply`` (what could arrive) and ``alloc`` (what is carried)."""
-    children, nic_flows = tree.children, tree.nic_flows
-    for i in tree.up:
-        s = sum(line[f] for f in nic_flows[i] if active[f]) if nic_flows[i] else 0.0
+    children = tree.children
+    for i, flows in tree.nics:  # NICs are the leaves: what their active flows would send
+        s = 0.0
+        for f in flows:
+            if active[f]:
+                s += line[f]
+        supply[i] = min(cap[i], s)
+    for i in tree.switch_up:
+        s = 0.0
         for c in children[i]:
             s += supply[c]
         supply[i] = min(cap[i], s)
-    for i in tree.down:
-        if tree.parent[i] < 0:
-            alloc[i] = supply[i]
-        if children[i]:
-            for c, a in zip(children[i], _share(alloc[i], [supply[c] for c in children[i]]), strict=True):
+    for i in tree.roots:
+        alloc[i] = supply[i]
+    for i in tree.switch_down:  # each egress splits what it carries among the ports feeding it
+        kids = children[i]
+        if len(kids) == 1:
+            alloc[kids[0]] = min(alloc[i], supply[kids[0]])
+        else:
+            for c, a in zip(kids, _share(alloc[i], [supply[c] for c in kids]), strict=True):
                 alloc[c] = a
-        if nic_flows[i]:
-            flows = [f for f in nic_flows[i] if active[f]]
-            for f, a in zip(flows, _share(alloc[i], [line[f] for f in flows]), strict=True):
-                rate[f] = a
+    for i, flows in tree.nics:
+        live = [f for f in flows if active[f]]
+        for f, a in zip(live, _share(alloc[i], [line[f] for f in live]) if live else (), strict=True):
+            rate[f] = a
 
 
 def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
@@ -129,7 +144,9 @@ def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None]
     tree = _Tree(net)
     m = tree.used.size
     cap_all = net.cap_bytes_s.copy()
-    if net.ack_edge.size and np.isin(net.ack_edge, tree.used).any():
+    carries = np.zeros(n_e, dtype=bool)
+    carries[tree.used] = True
+    if net.ack_edge.size and carries[net.ack_edge].any():
         ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
     else:
         ack_ratio = 0.0  # ACKs ride only links that carry no data here: they take nothing from it
@@ -220,17 +237,19 @@ def _trace(net: Network, cfg: SimConfig, tree: _Tree, t_end: float, t_hist: F64,
     has_parent = parent >= 0
     np.add.at(held_t, parent[has_parent], squeezed.T[has_parent] * cfg.pfc.xoff_bytes)
     held = held_t.T
-    queue = np.zeros((len(t_hist), n_e))
-    queue[:, tree.used] = held
+    queue_max = np.zeros(n_e)
+    queue_max[tree.used] = held.max(axis=0)
     # Series sampled evenly over the run, as the stepped engine records them.
-    n_rec = max(2, min(cfg.records, 1 + len(t_hist) * 4))
-    s_t = np.linspace(t_end / n_rec, t_end, n_rec) if t_end > 0 else np.zeros(1)
+    n_rec = cfg.records
+    s_t = np.linspace(t_end / n_rec, t_end, n_rec)
     k = np.clip(np.searchsorted(t_hist, s_t, side="right") - 1, 0, len(t_hist) - 1)
     cum = np.vstack([np.zeros((1, n_f)), np.cumsum(r_hist * spans[:, None], axis=0)])[:-1]
     s_d = np.minimum(net.size, cum[k] + r_hist[k] * (s_t - t_hist[k])[:, None])
     wire_bps = r_hist * 8 / net.payload_fraction
     paused_series = np.zeros((n_rec, n_e), dtype=bool)
     paused_series[:, tree.used] = squeezed[k]
+    queue_series = np.zeros((n_rec, n_e), dtype=np.float32)
+    queue_series[:, tree.used] = held[k]
     zeros = np.zeros(n_f)
     fin = finish - net.ack_delay_s
     sim_time = max(t_end, float(np.nanmax(fin))) if np.isfinite(fin).any() else t_end
@@ -238,8 +257,9 @@ def _trace(net: Network, cfg: SimConfig, tree: _Tree, t_end: float, t_hist: F64,
         steps=len(t_hist), sim_time_s=sim_time, sent=sent, delivered=delivered, dropped=zeros.copy(),
         buffered=sent - delivered, finish_s=finish, begin_s=begin, cnp_sent=zeros.copy(), cnp_handled=zeros.copy(),
         marked_pkts=zeros.copy(), edge_drops=np.zeros(n_e), edge_paused_s=edge_paused, edge_xoff_s=edge_paused.copy(),
-        edge_xoff_on=on, edge_xoff_off=off, edge_queue_max=queue.max(axis=0),
+        edge_xoff_on=on, edge_xoff_off=off, edge_queue_max=queue_max,
         edge_refresh_s=pause_duration_s(cfg.pfc.pause_quanta, 1.0) / (net.cap_bytes_s * 8 / net.payload_fraction) / 2,
-        series_t=s_t, series_queue=queue[k].astype(np.float32), series_paused=paused_series,
+        series_t=s_t, series_queue=queue_series, series_paused=paused_series,
         series_rate=wire_bps[k].astype(np.float32), series_delivered=s_d.astype(np.float32), snapshots=[],
+        engine="events",
     )
