@@ -70,6 +70,7 @@ class Graph:
             by_pair.setdefault((ad, bd), idx)
             by_pair.setdefault((bd, ad), idx + 1)
         self._dist_cache: dict[tuple[str, ...], dict[str, int]] = {}
+        self._pred = {node: [edges[e].src for e in into] for node, into in inn.items()}  # BFS reads names only
 
     def host(self, name: str) -> Host:
         device = self.fabric.device(name)
@@ -84,13 +85,14 @@ class Graph:
         if dist is None:
             dist = {name: 1 for name in attach}
             queue = deque(attach)
+            pred, hosts = self._pred, self.hosts
             while queue:
                 node = queue.popleft()
-                for e in self.inn[node]:
-                    prev = self.edges[e].src
+                further = dist[node] + 1
+                for prev in pred[node]:
                     if prev not in dist:
-                        dist[prev] = dist[node] + 1
-                        if prev not in self.hosts:
+                        dist[prev] = further
+                        if prev not in hosts:
                             queue.append(prev)
             self._dist_cache[attach] = dist
         return dist
@@ -106,11 +108,12 @@ class Graph:
             raise SimulationError(f"flow {flow_id}: no path from {src} to {dst} (failed links?)")
         path: list[int] = []
         node = src
+        edges, hosts = self.edges, self.hosts
         while node != dst:
             here = dist[node]
             options = [e for e in self.out[node]
-                       if (self.edges[e].dst == dst and here == 1)
-                       or (self.edges[e].dst not in self.hosts and dist.get(self.edges[e].dst) == here - 1)]
+                       if ((nxt := edges[e].dst) == dst and here == 1)
+                       or (nxt not in hosts and dist.get(nxt) == here - 1)]
             edge = options[_ecmp_hash(flow_id, node, seed) % len(options)]
             path.append(edge)
             node = self.edges[edge].dst
