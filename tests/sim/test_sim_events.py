@@ -61,6 +61,20 @@ def test_port_level_fairness_two_tiers(engine: str) -> None:
     np.testing.assert_allclose(fct, [3 * unit] * 2 + [5 * unit] * 3, rtol=0.02)
 
 
+@pytest.mark.parametrize("engine", ["events", "stepped"])
+def test_stages_chain_on_completion(engine: str) -> None:
+    # Stage 1 (h1, h2 -> h0) starts after its 20 us gap and shares the link: 2S/C each. Stage 2 (h3, h4 -> h0)
+    # starts when stage 1 is delivered, plus the gap again, and takes 2S/C too.
+    fabric = single_switch(5, RATE)
+    size, gap = 1e6, 20e-6
+    flows = [Flow(f"h{i}", "h0", size, stage=1 + (i > 2), gap_s=gap) for i in range(1, 5)]
+    cfg = dataclasses.replace(PFC_ONLY, engine=engine)  # type: ignore[arg-type]
+    trace = run(compile_network(fabric, flows, cfg), cfg)
+    unit = size / (RATE / 8)
+    np.testing.assert_allclose(trace.finish_s - trace.begin_s, [2 * unit] * 4, rtol=0.02)
+    np.testing.assert_allclose(trace.begin_s, [gap] * 2 + [2 * gap + 2 * unit] * 2, rtol=0.02)
+
+
 @st.composite
 def incasts(draw: st.DrawFn, sizes: tuple[float, float] = (2e5, 2e6)) -> tuple[Fabric, list[Flow], SimConfig]:
     kind = draw(st.sampled_from(["single", "leaf-spine", "fat-tree"]))

@@ -195,19 +195,20 @@ def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None]
             if active[f]:
                 left[f] -= rate[f] * span
         t = nxt
+        if advance is not None:
+            advance(span / cfg.step_s)  # progress in the stepped engine's unit: steps of simulated time
         for f in range(n_f):
             if active[f] and left[f] <= size[f] * 1e-9:
                 left[f], active[f], done[f] = 0.0, False, True
                 n_done += 1
                 delivered_at = t + lat[f]
-                finish[f] = delivered_at + ack_delay[f]
+                if delivered_at <= end:  # as the stepped engine: done only if delivered within the run
+                    finish[f] = delivered_at + ack_delay[f]
                 stage_left[stage[f]] -= 1
                 if stage[f] > 0 and stage_left[stage[f]] == 0:
                     for g in range(n_f):
                         if stage[g] == stage[f] + 1:
                             ready[g] = max(float(net.start_s[g]), delivered_at + float(net.gap_s[g]))
-        if advance is not None:
-            advance(0)
     return _trace(net, cfg, tree, t, np.array(t_hist), np.array(r_hist), np.array(a_hist), np.array(s_hist),
                   np.array(begin), np.array(finish), Trace)
 
