@@ -4,6 +4,7 @@ port-level fairness, agreement with the stepped engine, and conservation/capacit
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -138,3 +139,15 @@ def test_events_agree_with_the_stepped_engine(case: tuple[Fabric, list[Flow], Si
     rounding = np.array([len(p) + 1 for p in net.paths]) * cfg.step_s
     queued = len(flows) * (cfg.pfc.xoff_bytes + net.headroom_bytes.max()) / (RATE / 8)
     assert (np.abs(events - stepped) <= 0.02 * stepped + rounding + queued).all(), (events, stepped)
+
+
+def test_cli_engine_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    assert main(["simulate", "incast", "--engine", "events"]) == 2  # the scenario's default is paper DCQCN
+    err = capsys.readouterr().err
+    assert "congestion control" in err and len(err.strip().splitlines()) == 1
+    assert main(["simulate", "incast", "--dcqcn", "none", "--no-ecn", "--flows", "4", "--size", "1MB", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["engine"] == "events"
+    assert all(f["fct_s"] is not None for f in doc["flows"])
