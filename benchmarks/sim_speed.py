@@ -3,13 +3,16 @@
 Cases (issue 8, acceptance 5; packet-level reference on a 2-core machine: htsim 15.5 s and 57 s):
 
 * k = 8 three-tier fat tree, 128 hosts at 100G, permutation of 32 MB flows, PFC on;
-* k = 16, 1024 hosts, permutation of 4 MB flows.
+* k = 16, 1024 hosts, permutation of 4 MB flows;
+* k = 8, incast h1..h16 -> h0 of 4 MB each (issue 20's small scenario).
 
-Each runs with PFC alone (as the htsim reference) and with PFC + firmware DCQCN. Reported: build time
-(topology, routing, arrays), run wall and CPU time, simulated time, flow completion times against the
-ideal (bytes / line rate). Baseline: a bare Python heapq event loop (two events per packet-hop, no
-protocol logic) timed here, extrapolated to the packet-hop events a packet-level simulator would need
-for the same traffic -- the floor for any pure-Python packet simulator on this machine.
+Each runs with PFC alone (as the htsim reference: no ECN, no congestion control) and with PFC + ECN +
+firmware DCQCN; ``engine="auto"`` picks the engine (the event engine for the PFC-alone incast, the stepped
+one elsewhere), and the engine it ran is recorded. Reported: build time (topology, routing, arrays), run
+wall and CPU time, simulated time, flow completion times against the ideal (bytes / line rate).
+Baseline: a bare Python heapq event loop (two events per packet-hop, no protocol logic) timed here,
+extrapolated to the packet-hop events a packet-level simulator would need for the same traffic -- the
+floor for any pure-Python packet simulator on this machine.
 
     .venv/bin/python benchmarks/sim_speed.py [--quick]
 
@@ -30,7 +33,8 @@ import numpy as np
 
 from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.sim import EcnConfig, PfcConfig, SimConfig, compile_network, fat_tree, run
-from tensorfabric.sim.workloads import permutation
+from tensorfabric.sim.events import applies
+from tensorfabric.sim.workloads import incast, permutation
 
 RATE = 100e9
 MTU = 4096
@@ -51,12 +55,13 @@ def heapq_events_per_s(n: int = 400_000) -> float:
     return n / (time.perf_counter() - start)
 
 
-def case(k: int, size: float, cc: str, step_s: float) -> dict[str, Any]:
+def case(k: int, size: float, cc: str, step_s: float, kind: str = "perm") -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
     fabric = fat_tree(k, RATE)
-    flows = permutation([h.name for h in fabric.hosts], size, seed=1)
+    hosts = [h.name for h in fabric.hosts]
+    flows = incast(hosts[1:17], hosts[0], size) if kind == "incast" else permutation(hosts, size, seed=1)
     cfg = SimConfig(step_s=step_s, duration_s=0.2, dcqcn=cc,  # type: ignore[arg-type]
-                    ecn=ECN, pfc=PfcConfig(), mtu=MTU)
+                    ecn=ECN if cc != "none" else EcnConfig(enabled=False), pfc=PfcConfig(), mtu=MTU)
     net = compile_network(fabric, flows, cfg)
     t1, c1 = time.perf_counter(), time.process_time()
     trace = run(net, cfg)
@@ -65,8 +70,10 @@ def case(k: int, size: float, cc: str, step_s: float) -> dict[str, Any]:
     ideal = size * 8 / RATE
     hops = np.array([len(p) for p in net.paths])
     packet_hops = float((np.ceil(size / MTU) * hops).sum())
+    why_not = applies(net, cfg)
     return {
-        "k": k, "hosts": len(fabric.hosts), "flow_bytes": size, "dcqcn": cc, "step_s": step_s,
+        "k": k, "kind": kind, "hosts": len(fabric.hosts), "flows": len(flows), "flow_bytes": size, "dcqcn": cc,
+        "step_s": step_s, "engine": "events" if why_not is None else "stepped",
         "build_wall_s": t1 - t0, "run_wall_s": t2 - t1, "wall_s": t2 - t0, "run_cpu_s": c2 - c1,
         "cpu_s": c2 - c0, "steps": trace.steps, "us_per_step": (t2 - t1) / trace.steps * 1e6,
         "sim_time_s": trace.sim_time_s, "ideal_fct_s": ideal,
@@ -74,7 +81,8 @@ def case(k: int, size: float, cc: str, step_s: float) -> dict[str, Any]:
                   "p99": float(np.nanpercentile(fct, 99)), "max": float(np.nanmax(fct))},
         "unfinished": int(np.isnan(fct).sum()), "drops_bytes": float(trace.dropped.sum()),
         "slowdown_max": float(np.nanmax(fct) / ideal), "packet_hop_events": 2 * packet_hops,
-        "goal_wall_s": 1.5 if k == 8 else 6.0, "reference_packet_sim_wall_s": 15.5 if k == 8 else 57.0,
+        "goal_wall_s": None if kind == "incast" else 1.5 if k == 8 else 6.0,
+        "reference_packet_sim_wall_s": None if kind == "incast" else 15.5 if k == 8 else 57.0,
     }
 
 
@@ -86,15 +94,17 @@ def main() -> None:
     rate = heapq_events_per_s()
     results = []
     modes = ["none"] if args.quick else ["none", "firmware"]
-    for k, size in ((8, 32e6), (16, 4e6)):
+    for k, size, kind in ((8, 32e6, "perm"), (16, 4e6, "perm"), (8, 4e6, "incast")):
         for cc in modes:
-            r = case(k, size, cc, args.step)
+            r = case(k, size, cc, args.step, kind)
             r["baseline_heapq_wall_s"] = r["packet_hop_events"] / rate
             results.append(r)
             fct = r["fct_s"]
-            print(f"k={k:<2} {r['hosts']:>4} hosts x {size / 1e6:g} MB  dcqcn={cc:<8} wall {r['wall_s']:.2f}s "
-                  f"(build {r['build_wall_s']:.2f}s, run {r['run_wall_s']:.2f}s, cpu {r['cpu_s']:.2f}s; goal "
-                  f"{r['goal_wall_s']}s)  simulated {r['sim_time_s'] * 1e3:.2f}ms  FCT min/med/max "
+            what = f"{r['hosts']:>4} hosts" if kind == "perm" else "  16->1 incast"
+            goal = "" if r["goal_wall_s"] is None else f"; goal {r['goal_wall_s']}s"
+            print(f"k={k:<2} {what} x {size / 1e6:g} MB  dcqcn={cc:<8} {r['engine']:<7} wall {r['wall_s']:.3f}s "
+                  f"(build {r['build_wall_s']:.3f}s, run {r['run_wall_s']:.3f}s, cpu {r['cpu_s']:.3f}s{goal})  "
+                  f"simulated {r['sim_time_s'] * 1e3:.2f}ms  FCT min/med/max "
                   f"{fct['min'] * 1e3:.2f}/{fct['median'] * 1e3:.2f}/{fct['max'] * 1e3:.2f}ms vs ideal "
                   f"{r['ideal_fct_s'] * 1e3:.2f}ms  heapq floor {r['baseline_heapq_wall_s']:.1f}s", flush=True)
     doc = {

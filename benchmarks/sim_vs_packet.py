@@ -39,6 +39,7 @@ import numpy as np
 from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.sim import EcnConfig, Flow, PfcConfig, SimConfig, compile_network, fat_tree, run
 from tensorfabric.sim.accuracy import TABLE_PATH, error_summary
+from tensorfabric.sim.events import applies
 from tensorfabric.sim.reference import RefRun, connection_matrix, fat_tree_path, host_index, parse_output
 from tensorfabric.sim.workloads import incast, permutation
 
@@ -49,6 +50,7 @@ RATE = 100e9
 MTU = 4096
 HOP_M = 200.0  # 1 us per hop at 5 ns/m
 SEEDS = 4  # extra ECMP seeds of the model per scenario
+LONG_RUN_S = 2.0
 PFC_LOW, PFC_HIGH = 12, 15  # htsim main_roce defaults, in packets of data_packet_size
 SCENARIOS = {
     "incast-16x4MB": (8, "incast", 4_000_000),
@@ -72,7 +74,7 @@ def model_config(step_s: float) -> SimConfig:
                      header_bytes=64, ack_bytes=64)
 
 
-def run_htsim(binary: Path, cm: Path, nodes: int, end_us: int) -> tuple[str, float]:
+def run_htsim(binary: Path, cm: Path, nodes: int, end_us: int) -> tuple[str, float, float]:
     cmd = [str(binary), "-nodes", str(nodes), "-tm", str(cm), "-strat", "ecmp_host", "-paths", "256",
            "-mtu", str(MTU), "-hop_latency", "1", "-pfc_thresholds", str(PFC_LOW), str(PFC_HIGH),
            "-queue_type", "lossless_input", "-linkspeed", str(int(RATE / 1e6)), "-q", "1000",
@@ -117,7 +119,14 @@ def routed_like(ref: RefRun, k: int, flows: list[Flow]) -> list[Flow]:
     return out
 
 
-def scenario(name: str, bindir: Path, step_s: float, tmp: Path, draws: int) -> dict[str, Any]:
+def engine_of(k: int, flows: list[Flow], step_s: float) -> str:
+    """Which engine ``engine="auto"`` runs for this scenario (and why not the event engine)."""
+    cfg = model_config(step_s)
+    why_not = applies(compile_network(fat_tree(k, RATE, cable_m=HOP_M, fabric_m=HOP_M), flows, cfg), cfg)
+    return "events" if why_not is None else f"stepped ({why_not})"
+
+
+def scenario(name: str, bindir: Path, step_s: float, tmp: Path, draws: int, repeats: int) -> dict[str, Any]:
     k, kind, size = SCENARIOS[name]
     nodes = k ** 3 // 4
     flows = flows_for(k, kind, size)
@@ -129,6 +138,12 @@ def scenario(name: str, bindir: Path, step_s: float, tmp: Path, draws: int) -> d
     next_second()
     out2, ref_wall, ref_cpu = run_htsim(bindir / "htsim_roce", cm, nodes, end_us)
     ref2 = parse_output(out2, flows)
+    # Timing: the median of `repeats` runs of each simulator (a single run of a few ms is mostly noise);
+    # a reference run over LONG_RUN_S of CPU is timed once, its noise being small against its length.
+    ref_times = [(ref_wall, ref_cpu)] + [run_htsim(bindir / "htsim_roce", cm, nodes, end_us)[1:]
+                                         for _ in range(repeats - 1 if ref_cpu < LONG_RUN_S else 0)]
+    ref_cpus = [c for _, c in ref_times]
+    ref_wall = float(np.median([w for w, _ in ref_times]))
     routed = routed_like(ref, k, flows)
     ours_ref_paths, wall_ref_paths, _ = run_model(k, routed, step_s)
     # Further reference draws, each with the model on that draw's paths: how the error varies with routing.
@@ -139,7 +154,9 @@ def scenario(name: str, bindir: Path, step_s: float, tmp: Path, draws: int) -> d
         e = error_summary(run_model(k, routed_like(extra, k, flows), step_s)[0], ref_fct(extra, flows))
         more.append({"rel_error": e["rel_error"], "flow_median_abs_rel_error": e["flow_median_abs_rel_error"],
                      "reference": e["reference"]})
-    ours, wall, cpu = run_model(k, flows, step_s)
+    timed = [run_model(k, flows, step_s) for _ in range(repeats)]
+    ours, wall = timed[0][0], float(np.median([x[1] for x in timed]))
+    cpu, ref_cpu = float(np.median([x[2] for x in timed])), float(np.median(ref_cpus))
     r, r2 = ref_fct(ref, flows), ref_fct(ref2, flows)
     # Other ECMP draws of our own hash: how much the routing alone moves the distribution.
     draws = [error_summary(run_model(k, flows, step_s, seed)[0], r)["model"] for seed in range(1, SEEDS + 1)]
@@ -147,12 +164,14 @@ def scenario(name: str, bindir: Path, step_s: float, tmp: Path, draws: int) -> d
         "name": name, "k": k, "hosts": nodes, "flows": len(flows), "flow_bytes": size, "kind": kind,
         "ideal_fct_s": size * 8 / RATE,
         "reference": {"fct_s": r.tolist(), "paths": [list(f.path or ()) for f in routed],
-                      "wall_s": ref_wall, "cpu_s": ref_cpu, "wall_paths_build_s": ref_wall_paths,
+                      "wall_s": ref_wall, "cpu_s": ref_cpu, "cpu_runs_s": ref_cpus,
+                      "wall_paths_build_s": ref_wall_paths,
                       "retransmits": ref.retransmits, "unfinished": int(np.isnan(r).sum())},
         "reference_second_draw": {"fct_s": r2.tolist(), "vs_first": error_summary(r2, r)},
         "model_reference_paths": {"fct_s": ours_ref_paths.tolist(), "wall_s": wall_ref_paths,
                                   "vs_reference": error_summary(ours_ref_paths, r), "other_draws": more},
         "model_own_ecmp": {"fct_s": ours.tolist(), "wall_s": wall, "cpu_s": cpu,
+                           "cpu_runs_s": [x[2] for x in timed], "engine": engine_of(k, flows, step_s),
                            "vs_reference": error_summary(ours, r),
                            "vs_reference_second_draw": error_summary(ours, r2), "other_seeds": draws},
         # CPU seconds: on a shared machine wall time mostly measures the other tenants.
@@ -178,8 +197,9 @@ def line(doc: dict[str, Any]) -> str:
         f"{worst[q] * 100:.1f}" for q in ("p50", "p99", "max")) + ")"
     return (f"{doc['name']:<15} ref p10/50/90/99/max {ref_q} ms | model on ref paths err % {pct}, flow-by-flow "
             f"median |err| {e['flow_median_abs_rel_error'] * 100:.1f}% | own ECMP p50/99/max % {own} | ref 2nd "
-            f"draw % {ref} | cpu ref {doc['reference']['cpu_s']:.2f}s ours {doc['model_own_ecmp']['cpu_s']:.2f}s"
-            f" = {doc['speed_ratio']:.1f}x (wall {doc['speed_ratio_wall']:.1f}x)")
+            f"draw % {ref} | cpu ref {doc['reference']['cpu_s'] * 1e3:.1f}ms ours "
+            f"{doc['model_own_ecmp']['cpu_s'] * 1e3:.1f}ms = {doc['speed_ratio']:.1f}x (wall "
+            f"{doc['speed_ratio_wall']:.1f}x), {doc['model_own_ecmp']['engine']}")
 
 
 def plot(docs: list[dict[str, Any]]) -> None:
@@ -214,6 +234,9 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=1e-6, help="model time step in seconds (default 1e-6)")
     parser.add_argument("--draws", type=int, default=3, help="reference ECMP draws per scenario (default 3)")
     parser.add_argument("--draws-1024", type=int, default=1, help="draws for the 1024-host run (default 1)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help=f"timed runs per simulator and scenario, median taken (default 5; a reference run "
+                             f"over {LONG_RUN_S:g} s CPU is timed once)")
     parser.add_argument("--write-table", action="store_true", help=f"refresh {TABLE_PATH.name} from this run")
     args = parser.parse_args()
     for b in ("htsim_roce", "htsim_roce_paths"):
@@ -224,7 +247,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sim_vs_packet.") as tmp:
         for name in names:
             draws = args.draws_1024 if name == "perm-1024x4MB" else args.draws
-            docs.append(scenario(name, args.htsim_dir, args.step, Path(tmp), max(1, draws)))
+            docs.append(scenario(name, args.htsim_dir, args.step, Path(tmp), max(1, draws), max(1, args.repeats)))
             print(line(docs[-1]), flush=True)
     commit = (args.htsim_dir.parent.parent.parent / "commit")
     doc = {
@@ -233,6 +256,9 @@ def main() -> None:
                       "commit": commit.read_text().strip() if commit.is_file() else None,
                       "flags": "-strat ecmp_host -paths 256 -mtu 4096 -hop_latency 1 -pfc_thresholds 12 15 "
                                "-queue_type lossless_input -linkspeed 100000 -q 1000"},
+        "timing": "CPU seconds, median of --repeats runs each: htsim's whole process (getrusage of the child: "
+                  "startup, topology, run); ours from building the fat tree to the end of the run, in a process "
+                  "that has already imported Python and numpy (process_time)",
         "model": {"step_s": args.step, "dcqcn": "none", "xoff_bytes": PFC_HIGH * MTU,
                   "xon_bytes": PFC_LOW * MTU},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,

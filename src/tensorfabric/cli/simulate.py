@@ -51,6 +51,9 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 @click.option("--step", type=DURATION, help="Time step, e.g. 1us.")
 @click.option("--dcqcn", type=RegistryChoice("tensorfabric.sim.reaction:REACTION_POINTS"),
               help="DCQCN form (none: PFC alone).")
+@click.option("--engine", type=click.Choice(["auto", "stepped", "events"]),
+              help="auto (default): the event engine where it applies (no CC, no ECN, lossless static PFC, no "
+                   "head-of-line coupling), the time-stepped one otherwise.")
 @click.option("--acyclic", is_flag=True, help="deadlock: the same traffic without a cyclic buffer dependency.")
 @click.option("--layers", type=count(1, 10_000), help="inference-tp: transformer layers to simulate.")
 @click.option("--tokens", type=count(1, 1_000_000), help="inference-tp: decode tokens.")
@@ -66,7 +69,7 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
         xoff: int | None, no_pfc: bool, no_ecn: bool, fail_links: tuple[str, ...], step: float | None,
-        dcqcn: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
+        dcqcn: str | None, engine: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None, pace: float | None) -> int:
     """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them)."""
@@ -84,7 +87,8 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         flows=flows, size_bytes=size, rate_bps=rate, kmin_bytes=kmin, kmax_bytes=kmax, pmax=pmax,
         headroom_bytes=headroom, xoff_bytes=xoff, step_s=step, dcqcn=dcqcn, duration_s=duration, seed=seed,
         counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, ecn=not no_ecn,
-        failed_links=tuple(_pair(text) for text in fail_links), layers=layers, tokens=tokens, batch=batch)
+        failed_links=tuple(_pair(text) for text in fail_links), layers=layers, tokens=tokens, batch=batch,
+        engine=engine)
     planned = plan(scenario, overrides, fabric)  # bad input fails here, before any work
     total = planned.config.duration_s / planned.config.step_s
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
@@ -193,7 +197,8 @@ def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
     flows = result.flows
     done = [f.fct_s for f in flows if f.fct_s is not None]
     con.print(f"[bold]{result.scenario}[/]: {format_duration(result.sim_time_s)} simulated in "
-              f"{result.wall_s:.2f}s wall, {len(flows)} flows ({len(done)} finished), "
+              f"{result.wall_s:.2f}s wall ({result.params.get('engine', 'stepped')} engine), {len(flows)} flows "
+              f"({len(done)} finished), "
               f"drops {format_size(result.drops_bytes, binary=False)}")
     if done:
         done.sort()

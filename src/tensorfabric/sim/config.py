@@ -20,6 +20,7 @@ MAX_STEP_S = 10e-6
 """Explicit Euler on the DCQCN fluid model needs steps well below its 50-55 us timers."""
 
 CongestionControl = Literal["paper", "firmware", "none"]
+EngineName = Literal["auto", "stepped", "events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,10 @@ class SimConfig:
     failed_links: tuple[tuple[str, str], ...] = ()
     stop_when_idle: bool = True
     """End as soon as every flow has finished instead of running the whole duration."""
+    engine: EngineName = "auto"
+    """``stepped``: the time-stepped engine; ``events``: PFC steady state from flow event to flow event
+    (:mod:`tensorfabric.sim.events`); ``auto``: events where :func:`tensorfabric.sim.events.applies` holds
+    (no congestion control, no ECN, lossless static PFC, no head-of-line coupling), stepped otherwise."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.step_s) and self.step_s > 0):
@@ -63,6 +68,8 @@ class SimConfig:
         if self.duration_s / self.step_s > 50_000_000:
             raise InputError(f"duration {self.duration_s}s / step {self.step_s}s is over 5e7 steps; use a shorter "
                              "duration or a coarser step")
+        if self.engine not in ("auto", "stepped", "events"):
+            raise InputError(f"engine: {self.engine!r} is not one of auto, stepped, events")
         if self.dcqcn not in ("paper", "firmware", "none"):
             raise InputError(f"dcqcn: {self.dcqcn!r} is not one of paper, firmware, none")
         if self.header_bytes < 0 or self.ack_bytes < 0:

@@ -23,8 +23,10 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from tensorfabric.errors import InputError
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.ecn import mark_probability
+from tensorfabric.sim.events import applies, run_events
 from tensorfabric.sim.fifo import newly_closed
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
@@ -65,10 +67,20 @@ class Trace:
     series_rate: npt.NDArray[np.float32]
     series_delivered: npt.NDArray[np.float32]
     snapshots: list[dict[str, F64]] = field(default_factory=list)
+    engine: str = "stepped"
+    """Which engine produced it: ``stepped`` or ``events`` (see ``SimConfig.engine``)."""
 
 
 def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
     """Step the network until ``cfg.duration_s`` (or until every flow finished, if ``stop_when_idle``)."""
+    # --- engine dispatch (sim/events.py): PFC steady state where it applies; the stepped engine below.
+    if cfg.engine != "stepped":
+        why_not = applies(net, cfg)
+        if why_not is None:
+            return run_events(net, cfg, advance=advance)
+        if cfg.engine == "events":
+            raise InputError(f"engine events: does not apply here ({why_not}); use engine auto or stepped")
+    # --- end of engine dispatch
     dt = cfg.step_s
     n_f, n_e, n_s = net.size.shape[0], net.cap_bytes_s.shape[0], net.seg_flow.shape[0]
     rng = np.random.default_rng(cfg.seed)

@@ -92,24 +92,32 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
         graph.host(stuck)
     edges = tuple(graph.edges)
     n_e = len(edges)
-    for e in edges:
-        cfg.check_rate(e.rate_bps)
+    # Per-edge constants depend only on (rate, cable length): computed once per kind of cable (speed: a k=8
+    # fat tree has 768 edges but two kinds), then spread over the edges.
+    kind_id: dict[tuple[float, float], int] = {}
+    ids = np.array([kind_id.setdefault((e.rate_bps, e.cable_m), len(kind_id)) for e in edges], dtype=np.int64)
+    table = np.zeros((len(kind_id), 5))  # rate, cable, headroom, pause steps, data steps
+    for (rate_bps, cable_m), i in kind_id.items():
+        cfg.check_rate(rate_bps)
+        p = cable_m * PROPAGATION_S_PER_M
+        table[i] = (rate_bps, cable_m, required_headroom_bytes(rate_bps, cable_m, cfg.mtu, cfg.step_s),
+                    _steps(p + response_delay_s(rate_bps), cfg.step_s), _steps(p, cfg.step_s))
+    rates, cables, by_kind = table[ids, 0], table[ids, 1], table[ids, 2:]
     payload_fraction = cfg.mtu / (cfg.mtu + cfg.header_bytes)
-    cap = np.array([e.rate_bps / 8 * payload_fraction for e in edges])
-    prop = np.array([e.cable_m * PROPAGATION_S_PER_M for e in edges])
+    cap = rates / 8 * payload_fraction
+    prop = cables * PROPAGATION_S_PER_M
     switches = sorted({e.dst for e in edges if e.dst not in graph.hosts})
     sw_index = {name: i for i, name in enumerate(switches)}
-    to_switch = np.array([e.dst in sw_index for e in edges])
     ingress_switch = np.array([sw_index.get(e.dst, -1) for e in edges], dtype=np.int64)
+    to_switch = ingress_switch >= 0
     if cfg.pfc.headroom_bytes is None:
-        headroom = np.array([required_headroom_bytes(e.rate_bps, e.cable_m, cfg.mtu, cfg.step_s) for e in edges])
+        headroom = by_kind[:, 0].copy()
     else:
         headroom = np.full(n_e, float(cfg.pfc.headroom_bytes))
     limit = np.where(to_switch, cfg.pfc.xoff_bytes + headroom, np.inf)
-    pause_steps = np.array([_steps(p + response_delay_s(e.rate_bps), cfg.step_s) for e, p in zip(edges, prop,
-                                                                                                   strict=True)])
-    forced = np.array([e.dst in cfg.stuck_nics for e in edges])
-    data_steps = np.array([_steps(p, cfg.step_s) for p in prop], dtype=np.int64)
+    pause_steps = by_kind[:, 1].astype(np.int64)
+    forced = np.array([e.dst in cfg.stuck_nics for e in edges]) if cfg.stuck_nics else np.zeros(n_e, dtype=bool)
+    data_steps = by_kind[:, 2].astype(np.int64)
 
     paths: list[tuple[int, ...]] = []
     for i, flow in enumerate(flows):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tensorfabric.errors import InputError, SimulationError
-from tensorfabric.topology import Fabric, Host, Link
+from tensorfabric.topology import Fabric, Host
 
 __all__ = ["DirectedEdge", "Graph"]
 
@@ -54,20 +54,23 @@ class Graph:
         self.out: dict[str, list[int]] = {name: [] for name in fabric.device_names}
         self.inn: dict[str, list[int]] = {name: [] for name in fabric.device_names}
         self.by_pair: dict[tuple[str, str], int] = {}
-        for link in fabric.links:
-            if frozenset((link.a.device, link.b.device)) in down:
+        edges, out, inn, by_pair = self.edges, self.out, self.inn, self.by_pair
+        for link in fabric.links:  # both directions per link, in that order; written out because it runs per edge
+            a, b = link.a, link.b
+            ad, bd = a.device, b.device
+            if down and frozenset((ad, bd)) in down:
                 continue
-            self._add(link, forward=True)
-            self._add(link, forward=False)
+            idx = len(edges)
+            edges.append(DirectedEdge(ad, a.port, bd, b.port, link.speed_bps, link.cable_length_m))
+            edges.append(DirectedEdge(bd, b.port, ad, a.port, link.speed_bps, link.cable_length_m))
+            out[ad].append(idx)
+            inn[bd].append(idx)
+            out[bd].append(idx + 1)
+            inn[ad].append(idx + 1)
+            by_pair.setdefault((ad, bd), idx)
+            by_pair.setdefault((bd, ad), idx + 1)
         self._dist_cache: dict[tuple[str, ...], dict[str, int]] = {}
-
-    def _add(self, link: Link, *, forward: bool) -> None:
-        a, b = (link.a, link.b) if forward else (link.b, link.a)
-        idx = len(self.edges)
-        self.edges.append(DirectedEdge(a.device, a.port, b.device, b.port, link.speed_bps, link.cable_length_m))
-        self.out[a.device].append(idx)
-        self.inn[b.device].append(idx)
-        self.by_pair.setdefault((a.device, b.device), idx)
+        self._pred = {node: [edges[e].src for e in into] for node, into in inn.items()}  # BFS reads names only
 
     def host(self, name: str) -> Host:
         device = self.fabric.device(name)
@@ -82,13 +85,14 @@ class Graph:
         if dist is None:
             dist = {name: 1 for name in attach}
             queue = deque(attach)
+            pred, hosts = self._pred, self.hosts
             while queue:
                 node = queue.popleft()
-                for e in self.inn[node]:
-                    prev = self.edges[e].src
+                further = dist[node] + 1
+                for prev in pred[node]:
                     if prev not in dist:
-                        dist[prev] = dist[node] + 1
-                        if prev not in self.hosts:
+                        dist[prev] = further
+                        if prev not in hosts:
                             queue.append(prev)
             self._dist_cache[attach] = dist
         return dist
@@ -104,11 +108,12 @@ class Graph:
             raise SimulationError(f"flow {flow_id}: no path from {src} to {dst} (failed links?)")
         path: list[int] = []
         node = src
+        edges, hosts = self.edges, self.hosts
         while node != dst:
             here = dist[node]
             options = [e for e in self.out[node]
-                       if (self.edges[e].dst == dst and here == 1)
-                       or (self.edges[e].dst not in self.hosts and dist.get(self.edges[e].dst) == here - 1)]
+                       if ((nxt := edges[e].dst) == dst and here == 1)
+                       or (nxt not in hosts and dist.get(nxt) == here - 1)]
             edge = options[_ecmp_hash(flow_id, node, seed) % len(options)]
             path.append(edge)
             node = self.edges[edge].dst

@@ -66,6 +66,8 @@ class Overrides:
     """False: ECN marking disabled everywhere (a misconfiguration fault)."""
     failed_links: tuple[tuple[str, str], ...] = ()
     """Links (device pairs) that are down; routing goes around them, possibly off the up-down paths."""
+    engine: str | None = None
+    """``SimConfig.engine``: auto (default), stepped or events."""
     layers: int | None = None
     tokens: int | None = None
     batch: int | None = None
@@ -104,6 +106,8 @@ def _config(o: Overrides, *, dcqcn: str, duration_s: float, ecn: EcnConfig, pfc:
         kw["step_s"] = o.step_s
     if o.seed is not None:
         kw["seed"] = o.seed
+    if o.engine is not None:
+        kw["engine"] = o.engine
     return SimConfig(**kw)
 
 
@@ -395,5 +399,5 @@ def simulate(name: str, overrides: Overrides | None = None, fabric: Fabric | Non
     start = clock()
     trace = run(net, p.config, advance=advance)
     wall = clock() - start
-    result = summarize(name, {**p.params, **(params_extra or {})}, net, trace, wall)
+    result = summarize(name, {**p.params, "engine": trace.engine, **(params_extra or {})}, net, trace, wall)
     return p.judge(result)

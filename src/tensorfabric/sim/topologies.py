@@ -21,6 +21,10 @@ class _Builder:
         self.switches: dict[str, tuple[SwitchRole, int]] = {}
         self.ports: dict[str, list[Port]] = defaultdict(list)
         self.links: list[Link] = []
+        # Port and NIC records are immutable values, and most are equal (Ethernet0 at 100G on every switch):
+        # one shared instance each keeps a k=16 fat tree from building thousands of identical records.
+        self._port_records: dict[tuple[str, float], Port] = {}
+        self._nics: dict[float, Nic] = {}
 
     def switch(self, name: str, role: SwitchRole, tier: int) -> str:
         self.switches[name] = (role, tier)
@@ -28,12 +32,19 @@ class _Builder:
 
     def host(self, rate_bps: float) -> str:
         name = f"h{len(self.hosts)}"
-        self.hosts.append(Host(name, (Nic("eth0", rate_bps, rdma_device="mlx5_0"),)))
+        nic = self._nics.get(rate_bps)
+        if nic is None:
+            nic = self._nics[rate_bps] = Nic("eth0", rate_bps, rdma_device="mlx5_0")
+        self.hosts.append(Host(name, (nic,)))
         return name
 
     def _port(self, switch: str, rate_bps: float) -> str:
-        port = f"Ethernet{len(self.ports[switch]) * 4}"
-        self.ports[switch].append(Port(port, rate_bps))
+        ports = self.ports[switch]
+        port = f"Ethernet{len(ports) * 4}"
+        record = self._port_records.get((port, rate_bps))
+        if record is None:
+            record = self._port_records[(port, rate_bps)] = Port(port, rate_bps)
+        ports.append(record)
         return port
 
     def attach(self, host: str, switch: str, rate_bps: float, cable_m: float) -> None:

@@ -1,0 +1,153 @@
+"""The event engine (PFC steady state from flow event to flow event): when auto selects it, closed-form
+port-level fairness, agreement with the stepped engine, and conservation/capacity under Hypothesis."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from tensorfabric.errors import InputError
+from tensorfabric.sim import EcnConfig, Flow, SimConfig, compile_network, fat_tree, leaf_spine, run, single_switch
+from tensorfabric.sim.events import applies
+from tensorfabric.sim.workloads import incast, permutation
+from tensorfabric.topology import Fabric
+
+RATE = 100e9
+PFC_ONLY = SimConfig(step_s=1e-6, duration_s=0.05, dcqcn="none", ecn=EcnConfig(enabled=False), header_bytes=0)
+
+
+def _fct(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> np.ndarray:
+    trace = run(compile_network(fabric, flows, cfg), cfg)
+    return np.asarray(trace.finish_s - trace.begin_s)
+
+
+def test_auto_selects_events_only_without_head_of_line_coupling() -> None:
+    fabric = fat_tree(4, RATE)
+    hosts = [h.name for h in fabric.hosts]
+    many_to_one = incast(hosts[1:9], hosts[0], 1e6)
+    assert applies(compile_network(fabric, many_to_one, PFC_ONLY), PFC_ONLY) is None
+    perm = compile_network(fabric, permutation(hosts, 1e6, seed=1), PFC_ONLY)
+    assert "head-of-line" in (applies(perm, PFC_ONLY) or "")
+    for cfg, why in ((dataclasses.replace(PFC_ONLY, dcqcn="firmware"), "congestion control"),
+                     (dataclasses.replace(PFC_ONLY, ecn=EcnConfig()), "ECN"),
+                     (dataclasses.replace(PFC_ONLY, counter_interval_s=1e-4), "counter stream")):
+        assert why in (applies(compile_network(fabric, many_to_one, cfg), cfg) or "")
+
+
+def test_events_engine_is_refused_where_it_does_not_apply() -> None:
+    fabric = fat_tree(4, RATE)
+    cfg = dataclasses.replace(PFC_ONLY, engine="events")
+    net = compile_network(fabric, permutation([h.name for h in fabric.hosts], 1e5, seed=1), cfg)
+    with pytest.raises(InputError, match="head-of-line"):
+        run(net, cfg)
+    with pytest.raises(InputError, match="engine"):
+        SimConfig(engine="fast")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine", ["events", "stepped"])
+def test_port_level_fairness_two_tiers(engine: str) -> None:
+    # h0 on leaf0 receives from h1, h2 (leaf0) and h3, h4, h5 (leaf1, through the one spine). leaf0's egress
+    # to h0 serves its three ingress ports equally: h1 and h2 get C/3 each, the spine port C/3, split three
+    # ways upstream (C/9 each). Once h1, h2 finish (3S/C) the spine port has it all: the last finish at 5S/C.
+    fabric = leaf_spine(2, 1, 3, RATE)
+    size = 2e6
+    flows = [Flow(f"h{i}", "h0", size) for i in range(1, 6)]
+    fct = _fct(fabric, flows, dataclasses.replace(PFC_ONLY, engine=engine))  # type: ignore[arg-type]
+    unit = size / (RATE / 8)
+    np.testing.assert_allclose(fct, [3 * unit] * 2 + [5 * unit] * 3, rtol=0.02)
+
+
+@pytest.mark.parametrize("engine", ["events", "stepped"])
+def test_stages_chain_on_completion(engine: str) -> None:
+    # Stage 1 (h1, h2 -> h0) starts after its 20 us gap and shares the link: 2S/C each. Stage 2 (h3, h4 -> h0)
+    # starts when stage 1 is delivered, plus the gap again, and takes 2S/C too.
+    fabric = single_switch(5, RATE)
+    size, gap = 1e6, 20e-6
+    flows = [Flow(f"h{i}", "h0", size, stage=1 + (i > 2), gap_s=gap) for i in range(1, 5)]
+    cfg = dataclasses.replace(PFC_ONLY, engine=engine)  # type: ignore[arg-type]
+    trace = run(compile_network(fabric, flows, cfg), cfg)
+    unit = size / (RATE / 8)
+    np.testing.assert_allclose(trace.finish_s - trace.begin_s, [2 * unit] * 4, rtol=0.02)
+    np.testing.assert_allclose(trace.begin_s, [gap] * 2 + [2 * gap + 2 * unit] * 2, rtol=0.02)
+
+
+@st.composite
+def incasts(draw: st.DrawFn, sizes: tuple[float, float] = (2e5, 2e6)) -> tuple[Fabric, list[Flow], SimConfig]:
+    kind = draw(st.sampled_from(["single", "leaf-spine", "fat-tree"]))
+    if kind == "single":
+        fabric = single_switch(draw(st.integers(3, 8)), RATE)
+    elif kind == "leaf-spine":
+        fabric = leaf_spine(draw(st.integers(2, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 3)), RATE)
+    else:
+        fabric = fat_tree(4, RATE)
+    hosts = [h.name for h in fabric.hosts]
+    dst = draw(st.sampled_from(hosts))
+    others = [h for h in hosts if h != dst]
+    senders = draw(st.lists(st.sampled_from(others), min_size=1, max_size=min(8, len(others)), unique=True))
+    flows = [Flow(s, dst, draw(st.floats(*sizes)), start_s=draw(st.sampled_from([0.0, 0.0, 5e-5, 2e-4])))
+             for s in senders]
+    cfg = dataclasses.replace(PFC_ONLY, seed=draw(st.integers(0, 3)), duration_s=draw(st.floats(2e-4, 2e-3)),
+                              stop_when_idle=draw(st.booleans()), ack_bytes=draw(st.sampled_from([0, 64])))
+    return fabric, flows, cfg
+
+
+@settings(max_examples=40, deadline=None)
+@given(incasts())
+def test_events_conserve_bytes_and_respect_capacity(case: tuple[Fabric, list[Flow], SimConfig]) -> None:
+    fabric, flows, cfg = case
+    net = compile_network(fabric, flows, cfg)
+    assume(applies(net, cfg) is None)
+    trace = run(net, cfg)
+    size = net.size
+    for arr in (trace.sent, trace.delivered, trace.buffered):
+        assert (arr >= -1e-6 * size).all()
+    np.testing.assert_allclose(trace.sent, trace.delivered + trace.dropped + trace.buffered, rtol=1e-9, atol=1e-3)
+    assert (trace.sent <= size * (1 + 1e-12)).all()
+    assert trace.dropped.sum() == 0.0, "lossless PFC drops nothing"
+    done = ~np.isnan(trace.finish_s)
+    np.testing.assert_allclose(trace.delivered[done], size[done], rtol=1e-9)
+    # No flow beats its NIC: line rate plus the path's propagation delay.
+    line = net.line_bps / 8 * net.payload_fraction
+    assert (trace.finish_s - trace.begin_s)[done].round(12).min(initial=np.inf) >= 0
+    assert ((trace.finish_s - trace.begin_s)[done] >= (size / line + net.path_prop_s)[done] * (1 - 1e-9)).all()
+    # Every sampled instant: no directed link carries more than its capacity.
+    on_edge = np.zeros((len(flows), len(net.edges)))
+    for f, path in enumerate(net.paths):
+        on_edge[f, list(path)] = 1.0
+    load = trace.series_rate.astype(np.float64) @ on_edge
+    rates = np.array([e.rate_bps for e in net.edges])
+    assert (load <= rates * (1 + 1e-6)).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(incasts(sizes=(1e6, 4e6)))
+def test_events_agree_with_the_stepped_engine(case: tuple[Fabric, list[Flow], SimConfig]) -> None:
+    fabric, flows, cfg = case
+    cfg = dataclasses.replace(cfg, duration_s=0.05, stop_when_idle=True)
+    net = compile_network(fabric, flows, cfg)
+    assume(applies(net, cfg) is None)
+    events = _fct(fabric, flows, dataclasses.replace(cfg, engine="events"))
+    stepped = _fct(fabric, flows, dataclasses.replace(cfg, engine="stepped"))
+    # Allowed: the stepped engine rounds every hop's delay up to a whole step (a 3 m cable takes a 1 us step),
+    # and the event engine skips the queue transients: after an event, the bytes queued ahead at the egress
+    # (at most XOFF + headroom per feeding port) drain before the new shares hold.
+    rounding = np.array([len(p) + 1 for p in net.paths]) * cfg.step_s
+    queued = len(flows) * (cfg.pfc.xoff_bytes + net.headroom_bytes.max()) / (RATE / 8)
+    assert (np.abs(events - stepped) <= 0.02 * stepped + rounding + queued).all(), (events, stepped)
+
+
+def test_cli_engine_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    assert main(["simulate", "incast", "--engine", "events"]) == 2  # the scenario's default is paper DCQCN
+    err = capsys.readouterr().err
+    assert "congestion control" in err and len(err.strip().splitlines()) == 1
+    assert main(["simulate", "incast", "--dcqcn", "none", "--no-ecn", "--flows", "4", "--size", "1MB", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["engine"] == "events"
+    assert all(f["fct_s"] is not None for f in doc["flows"])
