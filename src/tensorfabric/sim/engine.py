@@ -166,7 +166,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         dep = fifo.serve(arr, free_dt * running, buf)
         arr.fill(0.0)
         buf -= dep
-        q_post = np.bincount(net.seg_edge, buf, n_e)
+        q_post = cast(F64, np.bincount(net.seg_edge, buf, n_e))
         np.maximum(qmax, q_post, out=qmax)
         if uniform_fwd:
             pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]

@@ -42,26 +42,41 @@ def window_steps(net: Network, step_s: float) -> int:
     per_switch = np.bincount(net.ingress_switch[finite], net.limit_bytes[finite], max(net.n_switches, 1))
     worst = float(per_switch.max(initial=0.0)) / float(net.cap_bytes_s.min()) if finite.any() else math.inf
     if not math.isfinite(worst):
-        return MAX_WINDOW
-    return int(min(MAX_WINDOW, max(8, math.ceil(worst / step_s) + 2)))
+        return _pow2(MAX_WINDOW)
+    return _pow2(min(MAX_WINDOW, max(8, math.ceil(worst / step_s) + 2)))
+
+
+def _pow2(n: int) -> int:
+    """Next power of two: the ring is indexed with a bit mask (an integer modulo costs 5x more per step)."""
+    return 1 << (n - 1).bit_length()
 
 
 class EgressFifo:
     """The egress FIFOs of one run; :meth:`serve` is called once per step."""
 
     def __init__(self, seg_edge: I64, n_edges: int, window: int) -> None:
-        n_s = seg_edge.shape[0]
+        if window & (window - 1):
+            raise ValueError(f"window {window} must be a power of two")
         self._se = seg_edge
-        self._n_e = n_edges
+        # Only queues that several segments share need the arrival order; a lone segment sends min(backlog, C).
+        shared = np.bincount(seg_edge, minlength=n_edges)[seg_edge] >= 2
+        self._sh = np.flatnonzero(shared)
+        self._qe, q_se = np.unique(seg_edge[self._sh], return_inverse=True)
+        self._qse = q_se.astype(np.int64)
+        n_s, n_q = self._sh.shape[0], self._qe.shape[0]
+        self._n_q = n_q
         self._d = window
-        self._cols = np.arange(n_s)
-        self._edges = np.arange(n_edges)
         self._cin = np.zeros(n_s)
         self._cout = np.zeros(n_s)
-        self._eout = np.zeros(n_edges)
-        self._hs = np.zeros((window, n_s))
-        self._he = np.zeros((window, n_edges))
-        self._head = np.zeros(n_edges, dtype=np.int64)
+        self._eout = np.zeros(n_q)
+        # Per shared segment (queue), the cumulative arrivals after step t sit at [index * window + t mod
+        # window], flat for np.take.
+        self._hs = np.zeros(n_s * window)
+        self._he = np.zeros(n_q * window)
+        self._base_s = np.arange(n_s) * window
+        self._base_e = np.arange(n_q) * window
+        self._head = np.zeros(n_q, dtype=np.int64)
+        """Per queue: the step whose arrivals hold the next byte to leave."""
         self._t = 0
 
     def serve(self, arrived: F64, cap: F64, buf: F64) -> F64:
@@ -70,35 +85,67 @@ class EgressFifo:
         ``arrived``: bytes that joined each segment this step (already in ``buf``); ``cap``: bytes each edge
         may send; ``buf``: each segment's backlog, which bounds what it sends.
         """
-        t, d, se = self._t, self._d, self._se
-        self._cin += arrived
-        ein = np.bincount(se, self._cin, self._n_e)
-        row = t % d
-        self._hs[row] = self._cin
-        self._he[row] = ein
+        out = np.minimum(buf, cap[self._se])
+        if self._n_q:
+            sh = self._sh
+            out[sh] = self._serve_shared(arrived[sh], cap[self._qe], buf[sh])
+        return out
+
+    def _serve_shared(self, arrived: F64, cap: F64, buf: F64) -> F64:
+        t, d, se, mask = self._t, self._d, self._qse, self._d - 1
+        cin, cout, hs, he, j = self._cin, self._cout, self._hs, self._he, self._head
+        base_s, base_e = self._base_s, self._base_e
+        cin += arrived
+        ein = np.bincount(se, cin, self._n_q)
+        row = t & mask
+        hs[row::d] = cin
+        he[row::d] = ein
         self._t = t + 1
-        target = np.minimum(self._eout + cap, ein)
-        # The head only moves forward: first step (within the window) whose cumulative arrivals reach target.
-        oldest = t - d + 1
-        j = np.maximum(self._head, oldest)
-        idx = np.flatnonzero(self._he[j % d, self._edges] < target)
-        while idx.size:
-            j[idx] += 1
-            idx = idx[self._he[j[idx] % d, idx] < target[idx]]
-        self._head = j
-        p = j - 1
-        hep = self._he[p % d, self._edges]
-        # A head that moved into a later step starts from that step's start; one still in the same step (or at
-        # the window's edge) goes on from where it left off, with that step's bytes mixed in proportion.
-        new_block = (p >= max(oldest, 0)) & (hep > self._eout)
-        lo_e = np.where(new_block, hep, self._eout)
-        hi_e = self._he[j % d, self._edges]
-        span = hi_e - lo_e
-        f = np.where(span > 0.0, (target - lo_e) / np.where(span > 0.0, span, 1.0), 0.0)
-        jr, pr = (j % d)[se], (p % d)[se]
-        hi_s = self._hs[jr, self._cols]
-        lo_s = np.where(new_block[se], self._hs[pr, self._cols], self._cout)
-        dep = np.clip(lo_s + f[se] * (hi_s - lo_s) - self._cout, 0.0, buf)
-        self._cout += dep
+        target = self._eout + cap
+        np.minimum(target, ein, out=target)
+        # The head only moves forward, to the first step (in the window) whose cumulative arrivals reach
+        # target. Most heads move one step; the rest are found by counting the window's steps below target
+        # (the curves only grow, and rows not yet written are zeros, below any positive target).
+        jr = j & mask
+        hi_e = he.take(base_e + jr)
+        need = hi_e < target
+        if np.count_nonzero(need):
+            j += need
+            jr = j & mask
+            hi_e = he.take(base_e + jr)
+            if np.count_nonzero(need := hi_e < target):
+                idx = np.flatnonzero(need)
+                below = np.count_nonzero(he.reshape(-1, d)[idx] < target[idx, None], axis=1)
+                j[idx] = t + 1 - d + below
+                jr[idx] = j[idx] & mask
+                hi_e[idx] = he.take(base_e[idx] + jr[idx])
+        old = None
+        if t >= d and int(j.min()) <= t - d + 1:
+            # Keep the head one step inside the window, so that the step before it is known.
+            old = j <= t - d + 1
+            j[old] = t - d + 2
+            jr[old] = j[old] & mask
+            hi_e[old] = he.take(base_e[old] + jr[old])
+        pr = (jr - 1) & mask
+        # A head that moved into a later step starts at that step's start; one still in the step it was in goes
+        # on from where it left off: either way the bytes of one step leave mixed in proportion.
+        lo_e = np.maximum(he.take(base_e + pr), self._eout)
+        lo_s = np.maximum(hs.take(base_s + pr[se]), cout)
+        if old is not None and np.count_nonzero(stale := old & (lo_e > target)):
+            # The head is older than the window: those bytes leave in proportion among the segments holding them.
+            lo_e[stale] = self._eout[stale]
+            lo_s = np.where(stale[se], cout, lo_s)
+        g = target - lo_e
+        g /= np.maximum(hi_e - lo_e, 1e-300)
+        dep = hs.take(base_s + jr[se])
+        dep -= lo_s
+        dep *= g[se]
+        dep += lo_s
+        dep -= cout
+        np.maximum(dep, 0.0, out=dep)
+        np.minimum(dep, buf, out=dep)
+        cout += dep
         self._eout = target
+        # An emptied queue's next byte can only come in a later step: its head waits at this one.
+        np.copyto(j, t, where=target >= ein)
         return dep
