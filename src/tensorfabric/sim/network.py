@@ -102,12 +102,13 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     to_switch = np.array([e.dst in sw_index for e in edges])
     ingress_switch = np.array([sw_index.get(e.dst, -1) for e in edges], dtype=np.int64)
     if cfg.pfc.headroom_bytes is None:
-        headroom = np.array([required_headroom_bytes(e.rate_bps, e.cable_m, cfg.mtu, cfg.step_s) for e in edges])
+        headroom = np.array([required_headroom_bytes(e.rate_bps, e.cable_m, cfg.mtu, cfg.step_s, cfg.pfc.response_s)
+                             for e in edges])
     else:
         headroom = np.full(n_e, float(cfg.pfc.headroom_bytes))
     limit = np.where(to_switch, cfg.pfc.xoff_bytes + headroom, np.inf)
-    pause_steps = np.array([_steps(p + response_delay_s(e.rate_bps), cfg.step_s) for e, p in zip(edges, prop,
-                                                                                                   strict=True)])
+    response = [response_delay_s(e.rate_bps) if cfg.pfc.response_s is None else cfg.pfc.response_s for e in edges]
+    pause_steps = np.array([_steps(p + r, cfg.step_s) for p, r in zip(prop, response, strict=True)])
     forced = np.array([e.dst in cfg.stuck_nics for e in edges])
     data_steps = np.array([_steps(p, cfg.step_s) for p in prop], dtype=np.int64)
 
