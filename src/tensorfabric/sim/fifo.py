@@ -120,8 +120,9 @@ class EgressFifo:
                 jr[idx] = j[idx] & mask
                 hi_e[idx] = he.take(base_e[idx] + jr[idx])
         old = None
-        if t >= d and int(j.min()) <= t - d + 1:
-            # Keep the head one step inside the window, so that the step before it is known.
+        if t >= d - 1 and int(j.min()) <= t - d + 1:
+            # Keep the head one step inside the window, so that the step before it is known (from step d - 1
+            # on, the row before step 0 is the current step's).
             old = j <= t - d + 1
             j[old] = t - d + 2
             jr[old] = j[old] & mask
