@@ -31,6 +31,7 @@ __all__ = ["EgressFifo", "window_steps"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+_PROBE = np.arange(1, 9)
 MAX_WINDOW = 512
 """Steps of arrival history kept: bounds memory (window x segments) on unbounded (PFC-off) queues."""
 
@@ -69,12 +70,12 @@ class EgressFifo:
         self._cin = np.zeros(n_s)
         self._cout = np.zeros(n_s)
         self._eout = np.zeros(n_q)
-        # Per shared segment (queue), the cumulative arrivals after step t sit at [index * window + t mod
-        # window], flat for np.take.
-        self._hs = np.zeros(n_s * window)
-        self._he = np.zeros(n_q * window)
-        self._base_s = np.arange(n_s) * window
-        self._base_e = np.arange(n_q) * window
+        # Row t mod window holds the cumulative arrivals after step t, per shared segment and per queue (flat,
+        # for np.take: the heads of most queues sit in the same few rows, so the gathers stay cache-local).
+        self._hs = np.zeros(window * n_s)
+        self._he = np.zeros(window * n_q)
+        self._cols = np.arange(n_s)
+        self._queues = np.arange(n_q)
         self._head = np.zeros(n_q, dtype=np.int64)
         """Per queue: the step whose arrivals hold the next byte to leave."""
         self._t = 0
@@ -94,31 +95,37 @@ class EgressFifo:
     def _serve_shared(self, arrived: F64, cap: F64, buf: F64) -> F64:
         t, d, se, mask = self._t, self._d, self._qse, self._d - 1
         cin, cout, hs, he, j = self._cin, self._cout, self._hs, self._he, self._head
-        base_s, base_e = self._base_s, self._base_e
+        cols, queues, n_s, n_q = self._cols, self._queues, self._cols.shape[0], self._n_q
         cin += arrived
-        ein = np.bincount(se, cin, self._n_q)
+        ein = np.bincount(se, cin, n_q)
         row = t & mask
-        hs[row::d] = cin
-        he[row::d] = ein
+        hs[row * n_s:(row + 1) * n_s] = cin
+        he[row * n_q:(row + 1) * n_q] = ein
         self._t = t + 1
         target = self._eout + cap
         np.minimum(target, ein, out=target)
         # The head only moves forward, to the first step (in the window) whose cumulative arrivals reach
-        # target. Most heads move one step; the rest are found by counting the window's steps below target
-        # (the curves only grow, and rows not yet written are zeros, below any positive target).
+        # target. Most heads move one step.
         jr = j & mask
-        hi_e = he.take(base_e + jr)
+        hi_e = he.take(jr * n_q + queues)
         need = hi_e < target
         if np.count_nonzero(need):
             j += need
             jr = j & mask
-            hi_e = he.take(base_e + jr)
+            hi_e = he.take(jr * n_q + queues)
             if np.count_nonzero(need := hi_e < target):
                 idx = np.flatnonzero(need)
-                below = np.count_nonzero(he.reshape(-1, d)[idx] < target[idx, None], axis=1)
-                j[idx] = t + 1 - d + below
+                # The next few steps first (rows past the current step would be old ones: read step t there).
+                ahead = np.minimum(j[idx, None] + _PROBE, t)
+                below = np.count_nonzero(he.take((ahead & mask) * n_q + idx[:, None]) < target[idx, None], axis=1)
+                j[idx] += below + 1
+                if np.count_nonzero(far := below == _PROBE.size):
+                    # The rest by counting the window's steps below target (the curves only grow; rows not
+                    # written yet are zeros, below any positive target).
+                    far_idx = idx[far]
+                    j[far_idx] = t + 1 - d + np.count_nonzero(he.reshape(d, n_q)[:, far_idx] < target[far_idx], axis=0)
                 jr[idx] = j[idx] & mask
-                hi_e[idx] = he.take(base_e[idx] + jr[idx])
+                hi_e[idx] = he.take(jr[idx] * n_q + idx)
         old = None
         if t >= d - 1 and int(j.min()) <= t - d + 1:
             # Keep the head one step inside the window, so that the step before it is known (from step d - 1
@@ -126,19 +133,19 @@ class EgressFifo:
             old = j <= t - d + 1
             j[old] = t - d + 2
             jr[old] = j[old] & mask
-            hi_e[old] = he.take(base_e[old] + jr[old])
+            hi_e[old] = he.take(jr[old] * n_q + queues[old])
         pr = (jr - 1) & mask
         # A head that moved into a later step starts at that step's start; one still in the step it was in goes
         # on from where it left off: either way the bytes of one step leave mixed in proportion.
-        lo_e = np.maximum(he.take(base_e + pr), self._eout)
-        lo_s = np.maximum(hs.take(base_s + pr[se]), cout)
+        lo_e = np.maximum(he.take(pr * n_q + queues), self._eout)
+        lo_s = np.maximum(hs.take(pr.take(se) * n_s + cols), cout)
         if old is not None and np.count_nonzero(stale := old & (lo_e > target)):
             # The head is older than the window: those bytes leave in proportion among the segments holding them.
             lo_e[stale] = self._eout[stale]
             lo_s = np.where(stale[se], cout, lo_s)
         g = target - lo_e
         g /= np.maximum(hi_e - lo_e, 1e-300)
-        dep = hs.take(base_s + jr[se])
+        dep = hs.take(jr.take(se) * n_s + cols)
         dep -= lo_s
         dep *= g[se]
         dep += lo_s
