@@ -1,6 +1,6 @@
 """Egress queues are first in, first out, and what that does to PFC: a port that carries a congested flow
 next to an innocent one is pushed over XOFF by the FIFO's swings and pauses both (docs/sim.md, "The residual,
-isolated")."""
+found")."""
 
 from __future__ import annotations
 

@@ -5,10 +5,11 @@ of the queue -- those that arrived one sojourn earlier -- not its share of the w
 only in steady state. Under PFC the arrivals never are steady: a paused port sends nothing, a resumed one
 sends at line rate, so the backlog of one port swings through the queue, and a flow that shares the queue
 with it sees its own bytes pile up behind each burst and drain while the port is paused. Backlog-proportional
-sharing smooths that away (measured on the 4-flow case of docs/sim.md: an innocent flow's ingress count
-stayed within 11-14 packets, so its port never reached XOFF, while the packet-level reference swings it from
-5 to 15 packets and pauses it; with this FIFO it swings 6-15 and pauses, as there). It also drained a
-finished flow's last bytes geometrically instead of within one sojourn.
+sharing smooths that away (measured on the four-flow case of docs/sim.md: the count of the ingress port that
+carries a congested flow next to an innocent one stayed within 11-14 packets, so it never reached XOFF, while
+the packet-level reference swings it from 5 to 15 packets and pauses it, innocent flow included; with this
+FIFO it swings from 4 to 15 and pauses, as there). It also drained a finished flow's last bytes geometrically
+instead of within one sojourn.
 
 Each queue is kept as cumulative-arrival curves: per segment (a flow's bytes waiting for one egress) the
 bytes that ever arrived, recorded once per step for a window of steps, and the bytes that ever left. A
