@@ -51,6 +51,7 @@ MTU = 4096
 HOP_M = 200.0  # 1 us per hop at 5 ns/m
 SEEDS = 4  # extra ECMP seeds of the model per scenario
 LONG_RUN_S = 2.0
+HEADER = 64  # htsim adds 64 B to every data packet and sends a 64 B ACK per packet
 PFC_LOW, PFC_HIGH = 12, 15  # htsim main_roce defaults, in packets of data_packet_size
 SCENARIOS = {
     "incast-16x4MB": (8, "incast", 4_000_000),
@@ -68,10 +69,13 @@ def flows_for(k: int, kind: str, size: int) -> list[Flow]:
 
 
 def model_config(step_s: float) -> SimConfig:
-    pfc = PfcConfig(xoff_bytes=PFC_HIGH * MTU, xon_offset_bytes=(PFC_HIGH - PFC_LOW) * MTU)
+    # htsim's egress obeys a PAUSE once the packet it is sending is out (LosslessOutputQueue's PAUSE_RECEIVED):
+    # one frame's wire time, not the Annex 31B worst case.
+    pfc = PfcConfig(xoff_bytes=PFC_HIGH * MTU, xon_offset_bytes=(PFC_HIGH - PFC_LOW) * MTU,
+                    response_s=(MTU + HEADER) * 8 / RATE)
     # The reference's packet format: 64 B of header on every data packet, a 64 B ACK back per packet.
     return SimConfig(step_s=step_s, duration_s=0.2, dcqcn="none", ecn=EcnConfig(enabled=False), pfc=pfc, mtu=MTU,
-                     header_bytes=64, ack_bytes=64)
+                     header_bytes=HEADER, ack_bytes=HEADER)
 
 
 def run_htsim(binary: Path, cm: Path, nodes: int, end_us: int) -> tuple[str, float, float]:

@@ -4,8 +4,9 @@ Order within a step (all bytes, per step of ``dt``):
 
 1. bytes that left the upstream hop ``ds`` steps ago arrive at their switch; an ingress port above its
    admission limit (XOFF + headroom) drops the excess;
-2. each egress queue serves up to ``C * dt`` unless its edge is paused, shared among the flows in it in
-   proportion to their backlog (a fluid FIFO), and marks ECN at dequeue on the queue it leaves behind;
+2. each egress queue serves up to ``C * dt`` unless its edge is paused, first in first out: each flow sends
+   what it has at the head of the queue (:mod:`tensorfabric.sim.fifo`), and ECN marks at dequeue on the
+   queue it leaves behind;
 3. departures move to the next hop (or are delivered), sources inject at their DCQCN rate unless their
    NIC port is paused, and the reaction points update;
 4. every switch compares each ingress port's bytes with XOFF/XON; the decision reaches the upstream port
@@ -27,7 +28,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.ecn import mark_probability
 from tensorfabric.sim.events import applies, run_events
-from tensorfabric.sim.fifo import newly_closed
+from tensorfabric.sim.fifo import EgressFifo, window_steps
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
 from tensorfabric.sim.reaction import make_reaction_point
@@ -98,11 +99,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     with_acks = net.ack_edge.size > 0
     ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
     free_dt = cap_dt
-    drain = np.zeros(n_s)  # per segment: fixed FIFO drain per step once closed (inf: closed and empty)
-    draining = np.zeros(0, dtype=np.int64)  # closed segments that still hold bytes
-    injected = np.zeros(n_f, dtype=bool)
-    n_injected = 0
-    last_open = np.ones(n_f, dtype=bool)  # the flow's last segment is not closed yet
+    fifo = EgressFifo(net.seg_edge, n_e, window_steps(net, dt))
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
     size_goal = net.size * (1 - 1e-9)
@@ -178,34 +175,10 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             goal_left -= drop_f
             edge_drops += np.bincount(net.seg_in, drop, n_e)
         buf += arr
+        dep = fifo.serve(arr, free_dt * running, buf)
         arr.fill(0.0)
-        queue = np.bincount(net.seg_edge, buf, n_e)
-        cap = free_dt * running
-        if n_injected:
-            cand = np.flatnonzero(injected & last_open)
-            if cand.size and (shut := newly_closed(net, cand, pending, buf, drain)).size:
-                e_shut = net.seg_edge[shut]
-                rate = free_dt[e_shut] * buf[shut] / np.maximum(queue[e_shut], _EPS)
-                drain[shut] = np.where(buf[shut] > 0.0, np.maximum(rate, _EPS), np.inf)
-                draining = np.union1d(draining, shut[buf[shut] > 0.0])
-                last_open = drain[net.last_seg] == 0.0
-        if draining.size:
-            # Closed segments leave at their fixed rate; the open ones share what is left in proportion.
-            de = net.seg_edge[draining]
-            fixed = np.minimum(buf[draining], drain[draining]) * running[de]
-            held = np.bincount(de, buf[draining], n_e)
-            left = np.maximum(cap - np.bincount(de, fixed, n_e), 0.0)
-            frac = np.minimum(1.0, left / np.maximum(queue - held, _EPS))
-            dep = buf * frac[net.seg_edge]
-            dep[draining] = fixed
-            buf -= dep
-            q_post = (queue - held) * (1.0 - frac) + np.bincount(de, buf[draining], n_e)
-            draining = draining[buf[draining] > 0.0]
-        else:
-            frac = np.minimum(1.0, cap / np.maximum(queue, _EPS))
-            dep = buf * frac[net.seg_edge]
-            buf -= dep
-            q_post = queue * (1.0 - frac)
+        buf -= dep
+        q_post = cast(F64, np.bincount(net.seg_edge, buf, n_e))
         np.maximum(qmax, q_post, out=qmax)
         if uniform_fwd:
             pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
@@ -227,9 +200,6 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             want = np.minimum(want, free_dt[net.src_nic_edge])
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj
-        if n_injected < n_f and np.count_nonzero(just := (remaining <= 0.0) & ~injected):
-            injected |= just
-            n_injected = int(np.count_nonzero(injected))
         if uniform_inject:
             pending[(t + inject_row) % depth, net.first_seg] += inj
         else:

@@ -100,8 +100,10 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     for (rate_bps, cable_m), i in kind_id.items():
         cfg.check_rate(rate_bps)
         p = cable_m * PROPAGATION_S_PER_M
-        table[i] = (rate_bps, cable_m, required_headroom_bytes(rate_bps, cable_m, cfg.mtu, cfg.step_s),
-                    _steps(p + response_delay_s(rate_bps), cfg.step_s), _steps(p, cfg.step_s))
+        response = response_delay_s(rate_bps) if cfg.pfc.response_s is None else cfg.pfc.response_s
+        table[i] = (rate_bps, cable_m,
+                    required_headroom_bytes(rate_bps, cable_m, cfg.mtu, cfg.step_s, cfg.pfc.response_s),
+                    _steps(p + response, cfg.step_s), _steps(p, cfg.step_s))
     rates, cables, by_kind = table[ids, 0], table[ids, 1], table[ids, 2:]
     payload_fraction = cfg.mtu / (cfg.mtu + cfg.header_bytes)
     cap = rates / 8 * payload_fraction

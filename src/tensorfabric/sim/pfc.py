@@ -9,6 +9,7 @@ overflows are they dropped. Below XON (XOFF minus a hysteresis offset) it sends 
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,14 +52,17 @@ def response_delay_s(rate_bps: float) -> float:
     return pause_duration_s(_RESPONSE_QUANTA[i][1], rate_bps)
 
 
-def required_headroom_bytes(rate_bps: float, cable_m: float, mtu: int, step_s: float) -> float:
+def required_headroom_bytes(rate_bps: float, cable_m: float, mtu: int, step_s: float,
+                            response_s: float | None = None) -> float:
     """Bytes that can still arrive after XOFF is crossed: the headroom a lossless port needs here.
 
-    Cable round trip + response delay at line rate, one MTU in flight at each end, the PAUSE frame, plus
-    one simulation step on each side because the simulator decides and applies pause at step boundaries.
+    Cable round trip + response delay (``response_s``, default the Annex 31B worst case) at line rate, one
+    MTU in flight at each end, the PAUSE frame, plus one simulation step on each side because the simulator
+    decides and applies pause at step boundaries.
     """
     prop = cable_m * PROPAGATION_S_PER_M
-    in_flight_s = 2 * prop + response_delay_s(rate_bps) + 2 * step_s
+    response = response_delay_s(rate_bps) if response_s is None else response_s
+    in_flight_s = 2 * prop + response + 2 * step_s
     return rate_bps / 8 * in_flight_s + 2 * mtu + PAUSE_FRAME_BYTES
 
 
@@ -81,6 +85,9 @@ class PfcConfig:
     """Headroom per ingress port; None sizes each port from :func:`required_headroom_bytes`."""
     pause_quanta: int = MAX_QUANTA
     """Pause time carried by each XOFF frame; a paused port refreshes it at half this interval."""
+    response_s: float | None = None
+    """How long a port goes on sending after a PAUSE reaches it; None: the Annex 31B worst case for its
+    rate (2 us at 100G). A port that only finishes the frame it is sending takes one MTU's wire time."""
 
     def __post_init__(self) -> None:
         if self.threshold not in ("static", "dynamic"):
@@ -95,5 +102,7 @@ class PfcConfig:
             raise InputError(f"dynamic alpha: {self.dynamic_alpha!r} must be in (0, 16]")
         if not 0 <= self.priority <= 7:
             raise InputError(f"priority: {self.priority!r} must be 0..7")
+        if self.response_s is not None and not (math.isfinite(self.response_s) and 0 <= self.response_s <= 1e-3):
+            raise InputError(f"pause response: {self.response_s!r} s must be in [0, 1 ms]")
         if not 1 <= self.pause_quanta <= MAX_QUANTA:
             raise InputError(f"pause quanta: {self.pause_quanta!r} must be 1..{MAX_QUANTA}")
