@@ -191,7 +191,7 @@ def measure_rate(model_dir: Path, tp: int, rate: str, repeats: int, prompt: str,
     byte_ratio = ar(runs["int8"][0], "wire_bytes") / ar(runs["int8"][0], "bytes")
     # The part of the all-reduce time spent before the last rank called it is the other ranks' compute (three
     # ranks share two cores here): on the critical path, but not communication, so no codec can remove it.
-    late_ms = {n: med(n, lambda r: ar(r, "late_seconds")) * 1e3 for n in runs}
+    late_ms = {n: med(n, lambda r: ar(r, "late_s")) * 1e3 for n in runs}
     on_wire_ms = {n: reduce_ms[n] - late_ms[n] for n in runs}
     ideal_int8 = ttft["none"] - on_wire_ms["none"] * (1.0 - byte_ratio)
     # The earlier split, kept for comparison: it counts that waiting as compressible all-reduce time.
