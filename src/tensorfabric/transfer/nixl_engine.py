@@ -124,6 +124,9 @@ class NixlEngine:
         self._inflight: list[tuple[int, Any]] = []
         self.name, self.log_path = name, log_path
         """The agent's name (UCX's worker name in its log) and where UCX logs (``%p``: the pid), if captured."""
+        self.spin_s = _SPIN_S
+        """How long a wait busy-polls before it sleeps between polls (see _SPIN_S; callers that move bulk data
+        may shorten it, :mod:`tensorfabric.transfer.compressed_nixl`)."""
         self.wait_s = 0.0
         """Seconds spent blocked for peers (their lateness plus wire latency) since the last reset."""
         self.owned_dir: str | None = None
@@ -259,7 +262,7 @@ class NixlEngine:
                         raise self._fail(op, peer, f"timed out after {self.timeout_s:g} s waiting for the peer")
                 # Give the core away: with ranks x threads close to the core count the peer may be
                 # waiting for this very CPU to make the progress we are spinning on.
-                if now - t0 < _SPIN_S:
+                if now - t0 < self.spin_s:
                     os.sched_yield()
                 else:
                     time.sleep(20e-6)
