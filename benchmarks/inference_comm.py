@@ -3,7 +3,8 @@
 Default (issue 18, acceptance 5): the real model, SmolLM2-135M-Instruct (the ``tensorfabric run`` default,
 imported once into the cache), tp=3, one rank per host of a ``3x1gbit`` and a ``3x100mbit`` network-namespace
 lab. Per rate, prefill-only runs (one new token, so the whole run's communication statistics are the
-prefill's) alternate codec none and int8 ``--repeats`` times; medians give
+prefill's) alternate codec none, int8 and int8o (int8 with each block's outlier sent exactly) ``--repeats``
+times; medians give, per codec,
 
 * the measured TTFT ratio none/int8;
 * the Amdahl ideal: TTFT none split into the all-reduce time after the group's last rank called each
@@ -15,8 +16,8 @@ prefill's) alternate codec none and int8 ``--repeats`` times; medians give
   counted that waiting as compressible, is kept as ``*_rank_local``;
 * the codec's efficiency = measured ratio / ideal ratio (goal >= 0.9 at both rates);
 
-and one 32-token greedy run per codec gives greedy-token agreement and the logit deviation of int8 against
-none. Writes benchmarks/results/inference_comm_smollm2.json and .png.
+and one 32-token greedy run per codec gives greedy-token agreement and the logit deviation against none.
+Writes benchmarks/results/inference_comm_smollm2.json and .png.
 
 ``--tiny`` keeps the earlier measurement (issue 4): the random tiny model at each ``--hidden`` size, tp=2,
 ``2x1gbit``, 512-token prompt, 64 greedy tokens, codecs none / int8 / int8 in prefill and decode, written to
@@ -157,67 +158,76 @@ def _real_prompt(model_dir: Path, tokens: int) -> tuple[str, int]:
     return text, len(tok.encode(text).ids)
 
 
+REAL_CODECS = ("int8", "int8o")
+
+
 def measure_rate(model_dir: Path, tp: int, rate: str, repeats: int, prompt: str, lab_ok: bool,
-                 tmp: Path) -> dict[str, Any]:
-    """none and int8 prefill at one link rate: TTFT ratio, Amdahl ideal, efficiency, agreement."""
+                 tmp: Path, codecs: tuple[str, ...] = REAL_CODECS) -> dict[str, Any]:
+    """none and each codec's prefill at one link rate: TTFT ratio, Amdahl ideal, efficiency, agreement."""
     lab = f"{tp}x{rate}" if lab_ok else None
     base = ["run", "--model", str(model_dir), "--tp", str(tp), "--prompt", prompt, "--ignore-eos", "--json"]
-    runs: dict[str, list[dict[str, Any]]] = {"none": [], "int8": []}
+    names = ("none", *codecs)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for rep in range(repeats):
-        for name in runs:
-            report = _run([*base, "--max-new-tokens", "1", *CONFIGS[name]], lab)
+        for name in names:
+            report = _run([*base, "--max-new-tokens", "1", "--codec", name], lab)
             runs[name].append(report)
             print(f"  {rate:<8} {name:<5} rep {rep}: ttft {report['ttft_s'] * 1e3:8.1f} ms, prefill comm "
                   f"{report['prefill_comm_s'] * 1e3:8.1f} ms", flush=True)
     logits: dict[str, torch.Tensor] = {}
     tokens: dict[str, list[int]] = {}
-    for name in runs:
+    for name in names:
         path = tmp / f"{rate}-{name}.pt"
         report = _run([*base, "--max-new-tokens", str(REAL_NEW_TOKENS), "--save-logits", str(path),
-                       *CONFIGS[name]], lab)
+                       "--codec", name], lab)
         logits[name], tokens[name] = torch.load(path), report["token_ids"]
 
     def med(name: str, f: Any) -> float:
-        return statistics.median(f(r) for r in runs[name])
+        return float(statistics.median(f(r) for r in runs[name]))
 
     def ar(r: dict[str, Any], key: str) -> float:
         return float(r["comm"]["all_reduce"][key])
 
-    ttft = {n: med(n, lambda r: r["ttft_s"]) * 1e3 for n in runs}
-    comm = {n: med(n, lambda r: r["prefill_comm_s"]) * 1e3 for n in runs}
-    compute = {n: med(n, lambda r: r["ttft_s"] - r["prefill_comm_s"]) * 1e3 for n in runs}
-    reduce_ms = {n: med(n, lambda r: ar(r, "seconds")) * 1e3 for n in runs}
-    other_ms = {n: med(n, lambda r: r["prefill_comm_s"] - ar(r, "seconds")) * 1e3 for n in runs}
-    byte_ratio = ar(runs["int8"][0], "wire_bytes") / ar(runs["int8"][0], "bytes")
+    ttft = {n: med(n, lambda r: r["ttft_s"]) * 1e3 for n in names}
+    comm = {n: med(n, lambda r: r["prefill_comm_s"]) * 1e3 for n in names}
+    compute = {n: med(n, lambda r: r["ttft_s"] - r["prefill_comm_s"]) * 1e3 for n in names}
+    reduce_ms = {n: med(n, lambda r: ar(r, "seconds")) * 1e3 for n in names}
+    other_ms = {n: med(n, lambda r: r["prefill_comm_s"] - ar(r, "seconds")) * 1e3 for n in names}
     # The part of the all-reduce time spent before the last rank called it is the other ranks' compute (three
     # ranks share two cores here): on the critical path, but not communication, so no codec can remove it.
-    late_ms = {n: med(n, lambda r: ar(r, "late_s")) * 1e3 for n in runs}
-    on_wire_ms = {n: reduce_ms[n] - late_ms[n] for n in runs}
-    ideal_int8 = ttft["none"] - on_wire_ms["none"] * (1.0 - byte_ratio)
-    # The earlier split, kept for comparison: it counts that waiting as compressible all-reduce time.
-    ideal_int8_rank_local = compute["none"] + other_ms["none"] + reduce_ms["none"] * byte_ratio
-    measured = ttft["none"] / ttft["int8"]
-    ideal = ttft["none"] / ideal_int8
-    first = next((i for i, (a, b) in enumerate(zip(tokens["int8"], tokens["none"], strict=True)) if a != b), None)
-    steps = max(1, first if first is not None else REAL_NEW_TOKENS)
-    return {
+    late_ms = {n: med(n, lambda r: ar(r, "late_s")) * 1e3 for n in names}
+    on_wire_ms = {n: reduce_ms[n] - late_ms[n] for n in names}
+    out: dict[str, Any] = {
         "rate": rate, "lab": lab, "transport": runs["none"][0]["transport"],
         "ttft_ms": ttft, "prefill_comm_ms": comm, "prefill_compute_ms": compute,
         "all_reduce_ms": reduce_ms, "other_comm_ms": other_ms,
-        "ttft_ms_each": {n: [r["ttft_s"] * 1e3 for r in runs[n]] for n in runs},
-        "all_reduce_calls": runs["none"][0]["comm"]["all_reduce"]["calls"],
-        "all_reduce_bytes": ar(runs["none"][0], "bytes"), "int8_wire_over_payload": byte_ratio,
-        "comm_fraction_none": comm["none"] / ttft["none"],
         "all_reduce_late_ms": late_ms, "all_reduce_after_last_arrival_ms": on_wire_ms,
-        "measured_ratio": measured, "ideal_int8_ttft_ms": ideal_int8, "ideal_ratio": ideal,
-        "efficiency": measured / ideal,
-        "ideal_ratio_rank_local": ttft["none"] / ideal_int8_rank_local,
-        "efficiency_rank_local": measured / (ttft["none"] / ideal_int8_rank_local),
-        "token_agreement": sum(a == b for a, b in zip(tokens["int8"], tokens["none"], strict=True)) / REAL_NEW_TOKENS,
-        "first_divergence": first,
-        "max_logit_dev_first_token": (logits["int8"][0] - logits["none"][0]).abs().max().item(),
-        "max_logit_dev_until_divergence": (logits["int8"][:steps] - logits["none"][:steps]).abs().max().item(),
+        "ttft_ms_each": {n: [r["ttft_s"] * 1e3 for r in runs[n]] for n in names},
+        "all_reduce_calls": runs["none"][0]["comm"]["all_reduce"]["calls"],
+        "all_reduce_bytes": ar(runs["none"][0], "bytes"),
+        "comm_fraction_none": comm["none"] / ttft["none"], "codecs": {},
     }
+    for codec in codecs:
+        byte_ratio = ar(runs[codec][0], "wire_bytes") / ar(runs[codec][0], "bytes")
+        ideal_ttft = ttft["none"] - on_wire_ms["none"] * (1.0 - byte_ratio)
+        # The earlier split, kept for comparison: it counts that waiting as compressible all-reduce time.
+        ideal_rank_local = compute["none"] + other_ms["none"] + reduce_ms["none"] * byte_ratio
+        measured = ttft["none"] / ttft[codec]
+        first = next((i for i, (a, b) in enumerate(zip(tokens[codec], tokens["none"], strict=True)) if a != b),
+                     None)
+        steps = max(1, first if first is not None else REAL_NEW_TOKENS)
+        out["codecs"][codec] = {
+            "wire_over_payload": byte_ratio, "measured_ratio": measured, "ideal_ttft_ms": ideal_ttft,
+            "ideal_ratio": ttft["none"] / ideal_ttft, "efficiency": ideal_ttft / ttft[codec],
+            "ideal_ratio_rank_local": ttft["none"] / ideal_rank_local,
+            "efficiency_rank_local": ideal_rank_local / ttft[codec],
+            "token_agreement": sum(a == b for a, b in zip(tokens[codec], tokens["none"], strict=True))
+            / REAL_NEW_TOKENS,
+            "first_divergence": first,
+            "max_logit_dev_first_token": (logits[codec][0] - logits["none"][0]).abs().max().item(),
+            "max_logit_dev_until_divergence": (logits[codec][:steps] - logits["none"][:steps]).abs().max().item(),
+        }
+    return out
 
 
 def plot_real(result: dict[str, Any], path: Path) -> None:
@@ -227,32 +237,46 @@ def plot_real(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rates = result["rates"]
+    codecs = list(rates[0]["codecs"])
     names = [r["rate"] for r in rates]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
     x = range(len(rates))
-    left.bar([i - 0.2 for i in x], [r["measured_ratio"] for r in rates], width=0.38, label="measured none/int8")
-    left.bar([i + 0.2 for i in x], [r["ideal_ratio"] for r in rates], width=0.38, label="Amdahl ideal")
-    for i, r in enumerate(rates):
-        left.annotate(f"eff. {r['efficiency']:.2f}", (i, max(r["measured_ratio"], r["ideal_ratio"]) + 0.05),
-                      ha="center")
+    width = 0.8 / (2 * len(codecs))
+    for j, codec in enumerate(codecs):
+        for k, (key, label) in enumerate((("measured_ratio", "measured"), ("ideal_ratio", "Amdahl ideal"))):
+            pos = [i - 0.4 + width * (2 * j + k + 0.5) for i in x]
+            vals = [r["codecs"][codec][key] for r in rates]
+            left.bar(pos, vals, width=width * 0.95, label=f"{codec} {label}", alpha=1.0 if k == 0 else 0.45,
+                     color=f"C{j}")
+            if k == 0:
+                for p_, r in zip(pos, rates, strict=True):
+                    left.annotate(f"{r['codecs'][codec]['efficiency']:.2f}", (p_, r["codecs"][codec][key] + 0.05),
+                                  ha="center", fontsize=8)
     left.axhline(1.0, color="black", linewidth=0.5)
     left.set_xticks(list(x), names)
-    left.set_ylabel("TTFT speed-up (none / int8)")
+    left.set_ylabel("TTFT speed-up over none (number: efficiency)")
     left.set_title(f"SmolLM2-135M, tp={result['tp']}, {result['prompt_tokens']}-token prefill")
-    left.legend(loc="lower right")
-    parts = (("prefill_compute_ms", "compute", "tab:blue"), ("all_reduce_ms", "all-reduce", "tab:orange"),
+    top = max(max(c["measured_ratio"], c["ideal_ratio"]) for r in rates for c in r["codecs"].values())
+    left.set_ylim(0, top * 1.4)  # room for the legend above the bars
+    left.legend(loc="upper left", fontsize=8, ncol=2)
+    parts = (("prefill_compute_ms", "compute", "tab:blue"), ("all_reduce_late_ms", "all-reduce, waiting for last rank",
+                                                              "tab:purple"),
+             ("all_reduce_after_last_arrival_ms", "all-reduce, after last rank", "tab:orange"),
              ("other_comm_ms", "other comm", "tab:grey"))
-    for offset, codec in ((-0.2, "none"), (0.2, "int8")):
+    configs = ["none", *codecs]
+    w = 0.8 / len(configs)
+    for j, codec in enumerate(configs):
         bottom = [0.0] * len(rates)
+        pos = [i - 0.4 + w * (j + 0.5) for i in x]
         for key, label, color in parts:
             values = [r[key][codec] for r in rates]
-            right.bar([i + offset for i in x], values, width=0.38, bottom=bottom, color=color,
-                      label=label if codec == "none" else None, hatch="//" if codec == "int8" else None)
+            right.bar(pos, values, width=w * 0.95, bottom=bottom, color=color, label=label if j == 0 else None,
+                      hatch=None if j == 0 else ("//" if j == 1 else ".."))
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     right.set_xticks(list(x), names)
     right.set_ylabel("TTFT (ms, median)")
-    right.set_title("where TTFT goes (left none, right int8 hatched)")
-    right.legend(fontsize=8)
+    right.set_title("where TTFT goes (bars: " + ", ".join(configs) + ")")
+    right.legend(fontsize=7)
     fig.tight_layout()
     atomic_write_figure(path, fig, dpi=100)
 
@@ -273,18 +297,17 @@ def main_real(args: argparse.Namespace, lab_ok: bool, where: str) -> None:
                               "rates": rates}
     print(f"SmolLM2-135M tp={chosen.tp}, {n_tokens}-token prompt, {where}, medians of {args.repeats}")
     for r in rates:
-        print(f"{r['rate']:<8} TTFT none {r['ttft_ms']['none']:8.1f} ms "
-              f"(compute {r['prefill_compute_ms']['none']:7.1f}, all-reduce {r['all_reduce_ms']['none']:7.1f}, "
-              f"other comm {r['other_comm_ms']['none']:6.1f}), "
-              f"int8 {r['ttft_ms']['int8']:8.1f} ms (all-reduce {r['all_reduce_ms']['int8']:7.1f})")
-        print(f"{'':<8} all-reduce before the last rank arrived: none {r['all_reduce_late_ms']['none']:7.1f} ms, "
-              f"int8 {r['all_reduce_late_ms']['int8']:7.1f} ms (compute, not compressible); rank-local split: "
-              f"ideal x{r['ideal_ratio_rank_local']:.2f}, efficiency {r['efficiency_rank_local']:.2f}")
-        print(f"{'':<8} measured x{r['measured_ratio']:.2f}, Amdahl ideal x{r['ideal_ratio']:.2f} (int8 wire/payload "
-              f"{r['int8_wire_over_payload']:.3f}, communication {r['comm_fraction_none']:.0%} of TTFT), "
-              f"efficiency {r['efficiency']:.2f}; greedy agreement {r['token_agreement']:.3f} over "
-              f"{REAL_NEW_TOKENS} tokens, max logit dev {r['max_logit_dev_first_token']:.4f} (first token), "
-              f"{r['max_logit_dev_until_divergence']:.4f} (until divergence)")
+        print(f"{r['rate']:<8} TTFT none {r['ttft_ms']['none']:8.1f} ms (all-reduce {r['all_reduce_ms']['none']:7.1f}, "
+              f"of it {r['all_reduce_late_ms']['none']:6.1f} waiting for the last rank; other comm "
+              f"{r['other_comm_ms']['none']:6.1f}; communication {r['comm_fraction_none']:.0%} of TTFT)")
+        for codec, c in r["codecs"].items():
+            print(f"{'':<8} {codec:<5} TTFT {r['ttft_ms'][codec]:8.1f} ms "
+                  f"(all-reduce {r['all_reduce_ms'][codec]:7.1f}, "
+                  f"of it {r['all_reduce_late_ms'][codec]:6.1f} waiting): measured x{c['measured_ratio']:.2f}, Amdahl "
+                  f"ideal x{c['ideal_ratio']:.2f} (wire/payload {c['wire_over_payload']:.3f}), efficiency "
+                  f"{c['efficiency']:.2f} (rank-local split: {c['efficiency_rank_local']:.2f}); greedy agreement "
+                  f"{c['token_agreement']:.3f} over {REAL_NEW_TOKENS} tokens, max logit dev "
+                  f"{c['max_logit_dev_first_token']:.4f} (first token)")
     out = Path(args.out or Path(__file__).parent / "results" / "inference_comm_smollm2.json")
     atomic_write_json(out, result)
     plot_real(result, out.with_suffix(".png"))

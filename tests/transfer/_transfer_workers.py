@@ -147,8 +147,9 @@ def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
     """Compressed all_reduce / all_gather against the documented bounds, and exact wire bytes."""
     n, rank = g.size, g.rank
     report: dict[str, Any] = {}
-    for name in ("int8", "int4", "fp8"):
+    for name in ("int8", "int4", "fp8", "int8o"):
         codec = get_codec(name, block=64)
+        per_block = 9 if name == "int8o" else 4  # float32 scale (+ float32 outlier and its byte index)
         for kind in ("random", "zeros", "constant", "outliers"):
             for dtype in (torch.float32, torch.bfloat16):
                 inputs = [_inputs(kind, r, numel).to(dtype) for r in range(n)]
@@ -164,7 +165,7 @@ def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
                     padded = -(-numel // (64 * n)) * 64 * n
                     report[f"all_reduce/{name}/{kind}/{str(dtype)[6:]}/{op}"] = {
                         "max_err": float(err.max()), "violations": int((err > bound).sum()),
-                        "wire": wire, "expected_wire": padded * codec.bits // 8 + padded // 64 * 4,
+                        "wire": wire, "expected_wire": padded * codec.bits // 8 + padded // 64 * per_block,
                         "exact_zero": bool(kind != "zeros" or float(err.max()) == 0.0),
                     }
                 # Many pipeline segments (the default segment is larger than these test tensors).
@@ -192,7 +193,7 @@ def codec_routes(g: Group) -> dict[str, Any]:
     out: dict[str, Any] = {}
     numel = 64 * 12_000 + 7  # int8: ~200 KiB per rank's part on four ranks, ~800 KiB in all on two
     x = _data(g.rank, (numel,), torch.float32, seed=11) * (1 + 1e3 * (torch.arange(numel) % 997 == 0))
-    for name in ("int8", "fp8"):
+    for name in ("int8", "fp8", "int8o"):
         codec = get_codec(name, block=64)
         routed = x.clone()
         g.all_reduce(routed, codec=codec)

@@ -13,7 +13,7 @@ from tensorfabric.transfer.bucket import buckets
 from tensorfabric.transfer.codecs import codec_names
 from tensorfabric.transfer.group import _int_env
 
-NAMES = ("int8", "int4", "fp8")
+NAMES = ("int8", "int4", "fp8", "int8o")
 
 
 def _blockmax(x: torch.Tensor, block: int) -> torch.Tensor:
@@ -54,6 +54,28 @@ def test_wire_sizes_are_payload_plus_scales() -> None:
     assert get_codec("int4", 64).encoded_nbytes(4096) == 2048 + 64 * 4
     assert get_codec("fp8", 32).encoded_nbytes(4096) == 4096 + 128 * 4
     assert get_codec("none", 64).encoded_nbytes(64) == 256 + 4
+    # int8o: levels, then per block a float32 scale, the float32 outlier and its one-byte index
+    assert get_codec("int8o", 64).encoded_nbytes(4096) == 4096 + 64 * (4 + 4 + 1)
+
+
+def test_int8o_keeps_the_neighbours_of_a_massive_activation() -> None:
+    # One value of 2e4 among O(1) values, as SmolLM2's down_proj sums have: plain int8 rounds the other 63 to a
+    # step of 2e4/127, int8o sends the outlier exactly and scales the rest by their own largest magnitude.
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 64, generator=gen)
+    x[:, 17] = torch.tensor([2e4, -2e4, 3e3, 1.0])
+    flat = x.reshape(-1)
+    second = x.abs().sort(dim=1).values[:, -2:-1]
+    y = get_codec("int8o", 64).decode(get_codec("int8o", 64).encode(flat), flat.numel()).view(4, 64)
+    plain = get_codec("int8", 64).decode(get_codec("int8", 64).encode(flat), flat.numel()).view(4, 64)
+    assert torch.equal(y[:3, 17], x[:3, 17])  # each row's largest magnitude travels exactly
+    assert bool(((y - x).abs() <= second / 254 * (1 + 1e-6)).all())
+    assert float((plain - x)[0].abs().max()) > 50 * float((y - x)[0].abs().max())
+
+
+def test_int8o_refuses_blocks_its_index_cannot_address() -> None:
+    with pytest.raises(InputError, match="256"):
+        get_codec("int8o", 512)
 
 
 def test_int4_packs_two_levels_per_byte_low_nibble_first() -> None:
@@ -63,8 +85,8 @@ def test_int4_packs_two_levels_per_byte_low_nibble_first() -> None:
 
 
 def test_codec_registry_and_bad_input() -> None:
-    assert set(codec_names()) == {"int8", "int4", "fp8", "none"}
-    with pytest.raises(InputError, match="'zip' is not one of fp8, int4, int8, none"):
+    assert set(codec_names()) == {"int8", "int4", "fp8", "int8o", "none"}
+    with pytest.raises(InputError, match="'zip' is not one of fp8, int4, int8, int8o, none"):
         get_codec("zip")
     for block in (0, 3, -2, True):
         with pytest.raises(InputError, match="even integer"):

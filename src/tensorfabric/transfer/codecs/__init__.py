@@ -26,7 +26,7 @@ __all__ = ["BlockCodec", "CODECS", "codec_names", "get_codec", "register"]
 
 # Importing a codec module registers it; done on first lookup so that `import tensorfabric.transfer` stays cheap.
 CODECS: Registry[Callable[[int], BlockCodec]] = Registry(
-    "codec", modules=tuple(f"{__name__}.{m}" for m in ("fp8", "int4", "int8", "none")))
+    "codec", modules=tuple(f"{__name__}.{m}" for m in ("fp8", "int4", "int8", "int8o", "none")))
 register = CODECS.register
 
 
