@@ -49,6 +49,20 @@ class Int8OutlierCodec(BlockCodec):
         if block > 256:
             raise InputError(f"codec block: {block} is more than int8o's 256 (its outlier index is one byte)")
         super().__init__(block)
+        self._ties_buf: torch.Tensor | None = None
+
+    def _ties(self, numel: int, device: torch.device) -> torch.Tensor:
+        import torch
+
+        buf = self._ties_buf
+        if buf is None or buf.numel() < numel or buf.device != device:
+            buf = self._ties_buf = torch.empty(numel, dtype=torch.float32, device=device)
+        return buf[:numel].view(-1, self.block)
+
+    def _positions(self, device: torch.device) -> torch.Tensor:
+        import torch
+
+        return torch.arange(self.block, dtype=torch.float32, device=device).view(1, -1)
 
     def encoded_nbytes(self, numel: int) -> int:
         assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
@@ -67,7 +81,11 @@ class Int8OutlierCodec(BlockCodec):
         blocks = x.reshape(-1, self.block)
         mag = self._workspace(numel, x.device).view(-1, self.block)
         torch.abs(blocks, out=mag)
-        index = mag.max(dim=1, keepdim=True).indices  # torch's CPU max(dim) is twice as fast as argmax
+        # The index of a largest magnitude (the last, on ties): float compare, multiply and max run 22 us per
+        # 48K values on one core, torch.max(dim)'s indices 53 us and argmax 100 us.
+        ties = self._ties(numel, x.device)
+        torch.eq(mag, mag.amax(dim=1, keepdim=True), out=ties)
+        index = ties.mul_(self._positions(x.device)).amax(dim=1, keepdim=True).long()
         outlier = blocks.gather(1, index)
         mag.scatter_(1, index, 0.0)
         scales = mag.amax(dim=1, keepdim=True) / self.qmax
