@@ -11,7 +11,11 @@ htsim draws every flow's ECMP path id from ``srand(time(NULL))``. To pick the dr
 paths share one uplink, the reference runs under a tiny ``LD_PRELOAD`` shim (compiled here with ``cc``)
 that pins ``time()`` to 0, 1, 2 ...; the first draw with the wanted shape is used. Nothing else changes.
 
-    .venv/bin/python benchmarks/sim_fairness_packet.py [--htsim-dir DIR]
+A sweep then varies what sets the pause cycle -- the hop latency (0.015-1 us) and the PFC thresholds (8/10,
+12/15, 20/24 packets) -- on both fair-share cases, in htsim and in the model (cables of 200 m per us, XOFF and
+XON the same packet counts), with the stepped engine at 2, 1, 0.5 and 0.25 us steps.
+
+    .venv/bin/python benchmarks/sim_fairness_packet.py [--htsim-dir DIR] [--no-sweep]
 
 Writes benchmarks/results/sim_fairness_packet.json.
 """
@@ -46,6 +50,10 @@ CASES: dict[str, tuple[list[int], list[float] | None]] = {
     "2 local + 3 from three pods, one uplink": ([1, 2, 32, 64, 96], None),  # the cores decide the split
 }
 STEPS = (2e-6, 1e-6, 0.5e-6)
+SWEEP_CASES = list(CASES)[:2]
+SWEEP_HOPS_US = (1.0, 0.5, 0.25, 0.1, 0.015)
+SWEEP_THRESHOLDS = ((12, 15), (20, 24), (8, 10))
+SWEEP_STEPS = (2e-6, 1e-6, 0.5e-6, 0.25e-6)
 MAX_DRAWS = 256  # htsim's path id is random() % 256 after the pinned seed
 
 
@@ -97,10 +105,56 @@ def case(name: str, binary: Path, tmp: Path, shim: Path) -> dict[str, Any]:
     return doc
 
 
+def htsim_variant(binary: Path, cm: Path, hop_us: float, low: int, high: int) -> str:
+    """sim_vs_packet.run_htsim's command with the hop latency and PFC thresholds varied (it fixes both)."""
+    cmd = [str(binary), "-nodes", str(NODES), "-tm", str(cm), "-strat", "ecmp_host", "-paths", "256",
+           "-mtu", str(svp.MTU), "-hop_latency", str(hop_us), "-pfc_thresholds", str(low), str(high),
+           "-queue_type", "lossless_input", "-linkspeed", str(int(svp.RATE / 1e6)), "-q", "1000",
+           "-end", "20000", "-o", str(cm.with_suffix(".log"))]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=cm.parent).stdout
+
+
+def sweep(doc: dict[str, Any], binary: Path, tmp: Path, shim: Path) -> list[dict[str, Any]]:
+    """Mean FCT of the local and of the remote flows, in S/C, per (thresholds, hop latency) and simulator."""
+    senders = doc["senders"]
+    flows = [Flow(f"h{s}", "h0", SIZE) for s in senders]
+    cm = tmp / "sweep.cm"
+    cm.write_text(connection_matrix(flows, NODES))
+    local = np.array([len(p) == 3 for p in doc["paths"]])
+    unit = doc["unit_s"]
+    rows = []
+    os.environ["LD_PRELOAD"], os.environ["FAKE_TIME"] = str(shim), str(doc["draw"])  # the case's own draw
+    try:
+        for low, high in SWEEP_THRESHOLDS:
+            for hop in SWEEP_HOPS_US:
+                ref = parse_output(htsim_variant(binary, cm, hop, low, high), flows)
+                routed = svp.routed_like(ref, K, flows)
+                fabric = fat_tree(K, svp.RATE, cable_m=hop * svp.HOP_M, fabric_m=hop * svp.HOP_M)
+                fct = {"htsim": svp.ref_fct(ref, flows)}
+                for engine, steps in (("events", SWEEP_STEPS[:1]), ("stepped", SWEEP_STEPS)):
+                    for step in steps:
+                        base = svp.model_config(step)
+                        pfc = dataclasses.replace(base.pfc, xoff_bytes=high * svp.MTU,
+                                                  xon_offset_bytes=(high - low) * svp.MTU)
+                        cfg = dataclasses.replace(base, pfc=pfc, engine=engine)  # type: ignore[arg-type]
+                        trace = run(compile_network(fabric, routed, cfg), cfg)
+                        fct[f"{engine} {step * 1e6:g}us"] = trace.finish_s - trace.begin_s
+                row = {"xon_xoff_packets": [low, high], "hop_us": hop,
+                       "local_mean_units": {k: float(v[local].mean() / unit) for k, v in fct.items()},
+                       "remote_mean_units": {k: float(v[~local].mean() / unit) for k, v in fct.items()}}
+                rows.append(row)
+                print(f"  thr {low}/{high} hop {hop:<5g}us local mean S/C: " + " | ".join(
+                    f"{k} {v:.3f}" for k, v in row["local_mean_units"].items()), flush=True)
+    finally:
+        del os.environ["LD_PRELOAD"], os.environ["FAKE_TIME"]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--htsim-dir", type=Path, default=svp.ROOT / ".cache/htsim/src/sim/datacenter",
                         help="where scripts/build-htsim.sh put htsim_roce_paths")
+    parser.add_argument("--no-sweep", action="store_true", help="leave out the latency/threshold sweep")
     args = parser.parse_args()
     binary = args.htsim_dir / "htsim_roce_paths"
     if not binary.is_file():
@@ -111,6 +165,11 @@ def main() -> None:
         shim = tmp / "faketime.so"
         subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(tmp / "faketime.c")], check=True)
         docs = [case(name, binary, tmp, shim) for name in CASES]
+        if not args.no_sweep:
+            for d in docs:
+                if d["name"] in SWEEP_CASES:
+                    print(f"sweep: {d['name']}")
+                    d["sweep"] = sweep(d, binary, tmp, shim)
     doc = {"benchmark": "sim_fairness_packet", "reference": "Broadcom/csg-htsim htsim_roce_paths",
            "flags": "as benchmarks/sim_vs_packet.py (k=8, 100G, 1 us per hop, MTU 4096, PFC 12/15 packets)",
            "flow_bytes": SIZE, "cases": docs}
