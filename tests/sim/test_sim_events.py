@@ -173,7 +173,15 @@ def test_events_conserve_bytes_and_respect_capacity(case: tuple[Fabric, list[Flo
 @settings(max_examples=30, deadline=None)
 @given(incasts(sizes=(1e6, 4e6)))
 def test_events_agree_with_the_stepped_engine(case: tuple[Fabric, list[Flow], SimConfig]) -> None:
+    # Flows start together here. With staggered starts the stepped engine is no reference for this one: on the
+    # example Hypothesis found (single switch; h1-h3 at 0, h4 1 MB at 50 us, h5 1.29 MB at 200 us) its FCTs move
+    # with the step by up to 17 % (h4 352 / 390 / 365 / 422 us at 1 / 0.5 / 0.25 / 0.1 us steps, h5 377 / 452 /
+    # 452 / 451), and on 20 staggered cases with htsim's parameters, against an htsim that honours start times
+    # (htsim_roce as built starts every flow at 0), it misses by up to 27.1 % at a 1 us step (p90 7.8 %), the
+    # event engine by up to 15.1 % (p90 4.1 %). Staggered starts stay covered by the conservation and capacity
+    # property above.
     fabric, flows, cfg = case
+    flows = [dataclasses.replace(f, start_s=flows[0].start_s) for f in flows]
     cfg = dataclasses.replace(cfg, duration_s=0.05, stop_when_idle=True)
     net = compile_network(fabric, flows, cfg)
     assume(applies(net, cfg) is None)
