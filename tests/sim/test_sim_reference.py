@@ -39,8 +39,11 @@ FLOWS = [Flow("h4", "h0", 4e6), Flow("h16", "h0", 4e6)]
 
 
 def test_connection_matrix_is_htsim_syntax() -> None:
-    text = connection_matrix([Flow("h4", "h0", 4e6), Flow("h16", "h0", 4e6, start_s=2e-6)], 128)
-    assert text == "Nodes 128\nConnections 2\n4->0 id 1 start 0 size 4000000\n16->0 id 2 start 2000000 size 4000000\n"
+    text = connection_matrix([Flow("h4", "h0", 4e6), Flow("h16", "h0", 4e6)], 128)
+    assert text == "Nodes 128\nConnections 2\n4->0 id 1 start 0 size 4000000\n16->0 id 2 start 0 size 4000000\n"
+    # htsim_roce starts every connection at 0 whatever the matrix says: a staggered flow is refused.
+    with pytest.raises(InputError, match="starts every connection at 0"):
+        connection_matrix([Flow("h4", "h0", 4e6), Flow("h16", "h0", 4e6, start_s=2e-6)], 128)
     with pytest.raises(InputError, match="h<N>"):
         connection_matrix([Flow("gpu4", "h0", 1e6)], 128)
     with pytest.raises(InputError, match="outside"):

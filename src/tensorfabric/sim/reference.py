@@ -50,9 +50,16 @@ def host_index(name: str) -> int:
 
 
 def connection_matrix(flows: Sequence[Flow], nodes: int) -> str:
-    """htsim's connection-matrix text for ``flows`` (ids from 1; start times in picoseconds)."""
+    """htsim's connection-matrix text for ``flows`` (ids from 1).
+
+    Every flow must start at 0: the format has a start field, but ``htsim_roce`` (csg-htsim's main_roce) starts
+    every connection at time 0 whatever it says, so a staggered flow would be compared with one that was not."""
     if not flows:
         raise InputError("no flows to export")
+    late = [i for i, f in enumerate(flows) if f.start_s != 0]
+    if late:
+        raise InputError(f"flow {late[0]}: starts at {flows[late[0]].start_s:g} s, but htsim_roce starts every "
+                         "connection at 0 (it ignores the matrix's start field); export flows that start at 0")
     lines = [f"Nodes {nodes}", f"Connections {len(flows)}"]
     for i, f in enumerate(flows):
         src, dst = host_index(f.src), host_index(f.dst)
@@ -62,7 +69,7 @@ def connection_matrix(flows: Sequence[Flow], nodes: int) -> str:
             raise InputError(f"flow {i}: staged or explicitly routed flows have no connection-matrix form")
         if f.size_bytes != int(f.size_bytes) or f.size_bytes >= 2**31:
             raise InputError(f"flow {i}: size {f.size_bytes!r} must be a whole number of bytes below 2 GiB")
-        lines.append(f"{src}->{dst} id {i + 1} start {round(f.start_s * 1e12)} size {int(f.size_bytes)}")
+        lines.append(f"{src}->{dst} id {i + 1} start 0 size {int(f.size_bytes)}")
     return "\n".join(lines) + "\n"
 
 
