@@ -135,7 +135,9 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     dynamic = cfg.pfc.threshold == "dynamic"
     # Paused/XOFF time is counted in steps (cheaper per step) and scaled by dt when read.
     edge_drops, paused_n, xoff_n = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
-    on_n, off_n, qmax = net.forced_pause.astype(np.float64), np.zeros(n_e), np.zeros(n_e)  # a stuck NIC starts in XOFF
+    # XOFF and XON counts from the number of state changes: they alternate, from the start state (a stuck NIC
+    # starts in XOFF), so on - off = state - start. One add per step that changes anything instead of four.
+    flips, start_on, qmax = np.zeros(n_e), net.forced_pause.astype(np.float64), np.zeros(n_e)
     edge_marks, edge_tx = np.zeros(n_e), np.zeros(n_e)
     shared_nic = np.bincount(net.src_nic_edge, minlength=n_e).max() > 1
     rec_every = max(1, n_steps // cfg.records)
@@ -268,8 +270,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         else:
             new_state = net.forced_pause
         if np.count_nonzero(flip := new_state != state):
-            on_n += flip & new_state
-            off_n += flip & state
+            flips += flip
             if not dynamic:
                 thr = np.where(new_state, xon, xoff)
         state = new_state
@@ -308,7 +309,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             snapshots.append({
                 "time": np.array([round((t + 1) * dt, 12)]),
                 "edge_paused_s": (xoff_n if pause_now else paused_n) * dt, "edge_xoff_s": xoff_n * dt,
-                "edge_on": on_n.copy(), "edge_off": off_n.copy(), "edge_drops": edge_drops.copy(),
+                "edge_on": _xoff_count(flips, state, start_on), "edge_off": _xon_count(flips, state, start_on),
+                "edge_drops": edge_drops.copy(),
                 "edge_marks": edge_marks.copy(), "edge_tx": edge_tx.copy(), "cnp_sent": rp.cnp_sent.copy(),
                 "cnp_handled": rp.cnp_handled.copy(), "marked": marked.copy(), "queue": q_post.copy(),
                 "paused": paused.astype(np.float64),
@@ -332,8 +334,18 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         steps=steps, sim_time_s=steps * dt, sent=sent, delivered=delivered, dropped=dropped,
         buffered=in_network, finish_s=finish, begin_s=begin, cnp_sent=rp.cnp_sent.copy(),
         cnp_handled=rp.cnp_handled.copy(), marked_pkts=marked, edge_drops=edge_drops, edge_paused_s=paused_n * dt,
-        edge_xoff_s=xoff_n * dt, edge_xoff_on=on_n, edge_xoff_off=off_n, edge_queue_max=qmax,
+        edge_xoff_s=xoff_n * dt, edge_xoff_on=_xoff_count(flips, state, start_on),
+        edge_xoff_off=_xon_count(flips, state, start_on), edge_queue_max=qmax,
         edge_refresh_s=np.array([pause_duration_s(cfg.pfc.pause_quanta, e.rate_bps) / 2 for e in net.edges]),
         series_t=np.array(s_t), series_queue=np.array(s_q), series_paused=np.array(s_p),
         series_rate=np.array(s_r), series_delivered=np.array(s_d), snapshots=snapshots,
     )
+
+
+def _xoff_count(flips: F64, state: npt.NDArray[np.bool_], start_on: F64) -> F64:
+    """XOFF episodes per edge (the start state counts as one): exact, the counts being small integers."""
+    return start_on + (flips + state - start_on) / 2
+
+
+def _xon_count(flips: F64, state: npt.NDArray[np.bool_], start_on: F64) -> F64:
+    return (flips - state + start_on) / 2

@@ -81,6 +81,9 @@ class EgressFifo:
         self._head = np.zeros(n_q, dtype=np.int64)
         """Per queue: the step whose arrivals hold the next byte to leave."""
         self._t = 0
+        self._j_min = 0
+        """A lower bound of the heads' minimum (they only move forward): the window test reads j.min() only when
+        this bound is old enough to matter."""
 
     def serve(self, arrived: F64, cap: F64, buf: F64) -> F64:
         """Bytes each segment sends this step.
@@ -126,12 +129,15 @@ class EgressFifo:
             j[idx] = t + 1 - d + (he.take(idx, axis=0)[:, 1:d + 1] < target[idx, None]).sum(axis=1)
             at = q_row + (j & mask)
         old = None
-        if t >= d - 1 and int(j.min()) <= t - d + 1:
+        if t - d + 1 >= self._j_min and (j_min := int(j.min())) <= t - d + 1:
             # Keep the head one step inside the window, so that the step before it is known (from step d - 1
             # on, the slot before step 0 is the current step's).
             old = j <= t - d + 1
             j[old] = t - d + 2
             at = q_row + (j & mask)
+            self._j_min = t - d + 2
+        elif t - d + 1 >= self._j_min:
+            self._j_min = j_min
         hi_e = he_flat[at]
         at_s = at[se]
         at_s += self._s_off
@@ -157,5 +163,5 @@ class EgressFifo:
         cout += dep
         self._eout = target
         # An emptied queue's next byte can only come in a later step: its head waits at this one.
-        np.copyto(j, t, where=target >= ein)
+        j[target >= ein] = t
         return dep
