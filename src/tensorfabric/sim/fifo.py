@@ -71,12 +71,15 @@ class EgressFifo:
         self._cout = np.zeros(n_s)
         self._eout = np.zeros(n_q)
         # The cumulative arrivals after step t sit in ring slot t mod window, one row per queue and per shared
-        # segment, at column 1 + slot. Column 0 repeats the last slot and column d + 1 the first, so the slots
-        # before and after any head are at flat index -1 and +1 from it, without a modulo.
+        # segment, at column 1 + slot. Column 0 repeats the last slot and column d + 1 the first, so the step
+        # before a head's is one element before it, without a modulo. Heads are addressed by that element
+        # (flat index row + slot); the flat views shifted by one element read the head's own step.
         self._he = np.zeros((n_q, d + 2))
         self._hs = np.zeros((n_s, d + 2))
-        self._q_row = np.arange(n_q, dtype=np.int64) * (d + 2) + 1
-        # A segment's flat index is its queue's, moved to the segment's row.
+        self._he_prev, self._hs_prev = self._he.reshape(-1), self._hs.reshape(-1)
+        self._he_now, self._hs_now = self._he_prev[1:], self._hs_prev[1:]
+        self._q_row = np.arange(n_q, dtype=np.int64) * (d + 2)
+        # A segment's element is its queue's, moved to the segment's row.
         self._s_off = (np.arange(n_s, dtype=np.int64) - self._qse) * (d + 2)
         self._head = np.zeros(n_q, dtype=np.int64)
         """Per queue: the step whose arrivals hold the next byte to leave."""
@@ -100,7 +103,7 @@ class EgressFifo:
     def _serve_shared(self, arrived: F64, cap: F64, buf: F64) -> F64:
         t, d, se, mask = self._t, self._d, self._qse, self._d - 1
         cin, cout, he, hs, j, q_row = self._cin, self._cout, self._he, self._hs, self._head, self._q_row
-        he_flat, hs_flat = he.reshape(-1), hs.reshape(-1)
+        he_now = self._he_now
         cin += arrived
         ein = np.bincount(se, cin, self._n_q)
         col = (t & mask) + 1
@@ -117,17 +120,19 @@ class EgressFifo:
         np.minimum(target, ein, out=target)
         # The head only moves forward, to the first step (in the window) whose cumulative arrivals reach
         # target; the arrival curves only grow, so that is the head plus the steps still below target. Most
-        # heads move by at most one step: the head's step and the next one are read first.
+        # heads move by at most one step.
         at = q_row + (j & mask)
-        need = he_flat[at] < target
-        further = he_flat[at + 1] < target
+        need = he_now[at] < target
         j += need
         at += need
-        if np.count_nonzero(further) and (idx := (need & further).nonzero()[0]).size:
+        hi_e = he_now[at]
+        if np.count_nonzero(further := hi_e < target):
             # Further: count the window's steps below target (slots not written yet are zeros, below any
             # positive target).
-            j[idx] = t + 1 - d + (he.take(idx, axis=0)[:, 1:d + 1] < target[idx, None]).sum(axis=1)
+            idx = further.nonzero()[0]
+            j[idx] = t + 1 - d + (he.take(idx, axis=0)[:, 1:d + 1] < target[idx][:, None]).sum(axis=1)
             at = q_row + (j & mask)
+            hi_e = he_now[at]
         old = None
         if t - d + 1 >= self._j_min and (j_min := int(j.min())) <= t - d + 1:
             # Keep the head one step inside the window, so that the step before it is known (from step d - 1
@@ -135,19 +140,17 @@ class EgressFifo:
             old = j <= t - d + 1
             j[old] = t - d + 2
             at = q_row + (j & mask)
+            hi_e = he_now[at]
             self._j_min = t - d + 2
         elif t - d + 1 >= self._j_min:
             self._j_min = j_min
-        hi_e = he_flat[at]
         at_s = at[se]
         at_s += self._s_off
         # A head that moved into a later step starts at that step's start; one still in the step it was in goes
         # on from where it left off: either way the bytes of one step leave mixed in proportion.
-        at -= 1
-        lo_e = np.maximum(he_flat[at], self._eout)
-        dep = hs_flat[at_s]
-        at_s -= 1
-        lo_s = np.maximum(hs_flat[at_s], cout)
+        lo_e = np.maximum(self._he_prev[at], self._eout)
+        dep = self._hs_now[at_s]
+        lo_s = np.maximum(self._hs_prev[at_s], cout)
         if old is not None and np.count_nonzero(stale := old & (lo_e > target)):
             # The head is older than the window: those bytes leave in proportion among the segments holding them.
             lo_e[stale] = self._eout[stale]
