@@ -98,7 +98,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     # ACKs ride the reverse links: last step's deliveries take ack/mtu of their wire share there.
     with_acks = net.ack_edge.size > 0
     ack_ratio = cfg.ack_bytes * net.payload_fraction / cfg.mtu
-    free_dt = cap_dt
+    free_dt = cap_dt.copy()  # updated in place each step
     fifo = EgressFifo(net.seg_edge, n_e, window_steps(net, dt))
     delivered, dropped = np.zeros(n_f), np.zeros(n_f)
     marked = np.zeros(n_f)
@@ -126,13 +126,18 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     want_base = np.zeros(n_f)
     kmin = cfg.ecn.kmin_bytes if cfg.ecn.enabled else np.inf
     room = net.limit_bytes.copy()
+    # Static thresholds: a port can only overflow when it is within a step's worth of line rate of its limit; one
+    # byte of slack keeps this test a superset of ``limit - ing < cap_dt`` whatever the rounding.
+    near_limit = net.limit_bytes - cap_dt - 1.0
     active = started & ~finished
     remaining = net.size.copy()
     goal_left = size_goal.copy()  # delivered bytes still needed: size less drops (no retransmission)
     dynamic = cfg.pfc.threshold == "dynamic"
     # Paused/XOFF time is counted in steps (cheaper per step) and scaled by dt when read.
     edge_drops, paused_n, xoff_n = np.zeros(n_e), np.zeros(n_e), np.zeros(n_e)
-    on_n, off_n, qmax = net.forced_pause.astype(np.float64), np.zeros(n_e), np.zeros(n_e)  # a stuck NIC starts in XOFF
+    # XOFF and XON counts from the number of state changes: they alternate, from the start state (a stuck NIC
+    # starts in XOFF), so on - off = state - start. One add per step that changes anything instead of four.
+    flips, start_on, qmax = np.zeros(n_e), net.forced_pause.astype(np.float64), np.zeros(n_e)
     edge_marks, edge_tx = np.zeros(n_e), np.zeros(n_e)
     shared_nic = np.bincount(net.src_nic_edge, minlength=n_e).max() > 1
     rec_every = max(1, n_steps // cfg.records)
@@ -151,6 +156,17 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     fwd_row = int(net.fwd_steps[0]) if net.fwd_steps.size else 1
     uniform_inject = bool((net.inject_steps == net.inject_steps[0]).all())
     inject_row = int(net.inject_steps[0])
+    # With one delay for forwarding and injection, each wire slot gets exactly one write per segment: the row
+    # is the departures shifted by one segment (a flow's segments are consecutive), with the flows' first
+    # segments overwritten by the injection. No scatter-add and no zeroing of consumed rows.
+    shifted = (uniform_fwd and uniform_inject and fwd_row == inject_row
+               and np.array_equal(net.fwd_to, net.fwd_from + 1) and net.first_seg[0] == 0
+               and np.array_equal(net.first_seg[1:], net.last_seg[:-1] + 1))
+    # A pause that takes effect after one step is the current state itself: no history, and paused time = XOFF time.
+    pause_now = uniform_pause and pause_row == 1
+    thr = np.where(state, xon, xoff)  # the latch: a paused port resumes below XON, a running one pauses above XOFF
+    marks_needed = use_cc or bool(snap_every)
+    n_done = 0
     progress_every = max(1, n_steps // 100)
     t = 0
     for t in range(n_steps):
@@ -163,9 +179,13 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             next_ready = float(waiting.min()) if waiting.size else np.inf
             active = started & ~finished
         slot = t % depth
-        arr = pending[slot]  # a view: consumed below, then zeroed for reuse
+        arr = pending[slot]  # a view: consumed below, then zeroed (or overwritten) for reuse
         # One step brings at most a step's worth of line rate into a port; only near the limit can it overflow.
-        if np.count_nonzero(room < cap_dt) and np.count_nonzero((in_arr := np.bincount(net.seg_in, arr, n_e)) > room):
+        if dynamic:
+            near = np.count_nonzero(room < cap_dt)
+        elif near := np.count_nonzero(ing > near_limit):
+            room = net.limit_bytes - ing
+        if near and np.count_nonzero((in_arr := np.bincount(net.seg_in, arr, n_e)) > room):
             over = in_arr - room
             frac_drop = np.where(over > 0, np.minimum(1.0, over / np.maximum(in_arr, _EPS)), 0.0)
             drop = arr * frac_drop[net.seg_in]
@@ -176,18 +196,23 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             edge_drops += np.bincount(net.seg_in, drop, n_e)
         buf += arr
         dep = fifo.serve(arr, free_dt * running, buf)
-        arr.fill(0.0)
         buf -= dep
         q_post = cast(F64, np.bincount(net.seg_edge, buf, n_e))
         np.maximum(qmax, q_post, out=qmax)
-        if uniform_fwd:
-            pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
+        if shifted:
+            wire = pending[(t + fwd_row) % depth]
+            wire[1:] = dep[:-1]
         else:
-            pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
+            arr.fill(0.0)
+            if uniform_fwd:
+                pending[(t + fwd_row) % depth, net.fwd_to] += dep[net.fwd_from]
+            else:
+                pending[(t + net.fwd_steps) % depth, net.fwd_to] += dep[net.fwd_from]
         got = dep[net.last_seg]
         delivered += got
         if with_acks:
-            free_dt = np.maximum(cap_dt - np.bincount(net.ack_edge, got[net.ack_flow] * ack_ratio, n_e), 0.0)
+            np.subtract(cap_dt, np.bincount(net.ack_edge, (got * ack_ratio)[net.ack_flow], n_e), out=free_dt)
+            np.maximum(free_dt, 0.0, out=free_dt)
         if rp.rc is not rc_seen or active is not active_seen:  # rates change only on updates and events
             rc_seen, active_seen = rp.rc, active
             want_base = rp.rc * (dt / 8 * net.payload_fraction) * active
@@ -200,18 +225,20 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             want = np.minimum(want, free_dt[net.src_nic_edge])
         inj = np.minimum(want * running[net.src_nic_edge], remaining)
         remaining -= inj
-        if uniform_inject:
+        if shifted:
+            wire[net.first_seg] = inj
+        elif uniform_inject:
             pending[(t + inject_row) % depth, net.first_seg] += inj
         else:
             pending[(t + net.inject_steps) % depth, net.first_seg] += inj
-        if (use_cc or snap_every) and np.maximum.reduce(q_post) <= kmin:
+        if marks_needed and np.maximum.reduce(q_post) <= kmin:
             # No queue above Kmin: nothing is marked this step.
             if use_cc:
                 rp.step(t, zeros_f, zeros_f, inj, active)
             if snap_every:
                 edge_tx += np.bincount(net.seg_edge, dep, n_e)
                 edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
-        elif use_cc or snap_every:
+        elif marks_needed:
             p_seg = mark_probability(q_post, cfg.ecn)[net.seg_edge]
             marks = dep * p_seg / cfg.mtu
             marked_f = cast(F64, np.bincount(net.seg_flow, marks, n_f))
@@ -228,7 +255,6 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 edge_tx += np.bincount(net.seg_edge, dep, n_e)
                 edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
         ing = cast(F64, np.bincount(net.seg_in, buf, n_e))
-        room = net.limit_bytes - ing
         if pfc_on:
             if dynamic:
                 used = np.bincount(net.seg_switch, buf, net.n_switches)
@@ -236,27 +262,33 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 xoff = np.where(net.ingress_switch >= 0, cfg.pfc.dynamic_alpha * free[net.ingress_switch], np.inf)
                 xon = xoff - cfg.pfc.xon_offset_bytes
                 room = xoff + net.headroom_bytes - ing  # admission follows the moving threshold
-            # Latch: XOFF above the threshold, XON only once below threshold - offset.
-            new_state = (ing > xoff) | (state & (ing > xon))
+                thr = np.where(state, xon, xoff)
+            # Latch: XOFF above the threshold, XON only once below threshold - offset (thr holds whichever applies).
+            new_state = ing > thr
             if any_forced:
                 new_state |= net.forced_pause
         else:
             new_state = net.forced_pause
-        if np.count_nonzero(new_state != state):
-            on_n += new_state & ~state
-            off_n += state & ~new_state
+        if np.count_nonzero(flip := new_state != state):
+            flips += flip
+            if not dynamic:
+                thr = np.where(new_state, xon, xoff)
         state = new_state
         xoff_n += state
-        hist[t % p_depth] = state
-        if uniform_pause:
-            # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
-            paused = hist[(t + 1 - pause_row) % p_depth]
+        if pause_now:
+            paused = state
         else:
-            paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
+            hist[t % p_depth] = state
+            if uniform_pause:
+                # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
+                paused = hist[(t + 1 - pause_row) % p_depth]
+            else:
+                paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
+            paused_n += paused
         running = ~paused
-        paused_n += paused
         done = delivered >= goal_left
-        if np.count_nonzero(done):
+        if n_new := int(np.count_nonzero(done)):
+            n_done += n_new
             goal_left[done] = np.inf
             finished |= done
             active = started & ~finished
@@ -275,17 +307,26 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             s_d.append(delivered.astype(np.float32))
         if snap_every and (t + 1) % snap_every == 0:
             snapshots.append({
-                "time": np.array([round((t + 1) * dt, 12)]), "edge_paused_s": paused_n * dt, "edge_xoff_s": xoff_n * dt,
-                "edge_on": on_n.copy(), "edge_off": off_n.copy(), "edge_drops": edge_drops.copy(),
+                "time": np.array([round((t + 1) * dt, 12)]),
+                "edge_paused_s": (xoff_n if pause_now else paused_n) * dt, "edge_xoff_s": xoff_n * dt,
+                "edge_on": _xoff_count(flips, state, start_on), "edge_off": _xon_count(flips, state, start_on),
+                "edge_drops": edge_drops.copy(),
                 "edge_marks": edge_marks.copy(), "edge_tx": edge_tx.copy(), "cnp_sent": rp.cnp_sent.copy(),
                 "cnp_handled": rp.cnp_handled.copy(), "marked": marked.copy(), "queue": q_post.copy(),
                 "paused": paused.astype(np.float64),
             })
         if advance is not None and t % progress_every == 0:
             advance(progress_every)
-        if cfg.stop_when_idle and finished.all():
+        if cfg.stop_when_idle and n_done == n_f:
             break
     steps = t + 1
+    if pause_now:
+        paused_n = xoff_n.copy()
+    if shifted:  # rows consumed and not written since hold stale departures: only the last fwd_row are on the wire
+        wired = {(s + fwd_row) % depth for s in range(max(0, steps - fwd_row), steps)}
+        for row in range(depth):
+            if row not in wired:
+                pending[row] = 0.0
     sent = net.size - remaining
     # Bytes still inside the network, counted from the buffers and the wires, not from the difference.
     in_network = cast(F64, np.bincount(net.seg_flow, buf + pending.sum(axis=0), n_f))
@@ -293,8 +334,18 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
         steps=steps, sim_time_s=steps * dt, sent=sent, delivered=delivered, dropped=dropped,
         buffered=in_network, finish_s=finish, begin_s=begin, cnp_sent=rp.cnp_sent.copy(),
         cnp_handled=rp.cnp_handled.copy(), marked_pkts=marked, edge_drops=edge_drops, edge_paused_s=paused_n * dt,
-        edge_xoff_s=xoff_n * dt, edge_xoff_on=on_n, edge_xoff_off=off_n, edge_queue_max=qmax,
+        edge_xoff_s=xoff_n * dt, edge_xoff_on=_xoff_count(flips, state, start_on),
+        edge_xoff_off=_xon_count(flips, state, start_on), edge_queue_max=qmax,
         edge_refresh_s=np.array([pause_duration_s(cfg.pfc.pause_quanta, e.rate_bps) / 2 for e in net.edges]),
         series_t=np.array(s_t), series_queue=np.array(s_q), series_paused=np.array(s_p),
         series_rate=np.array(s_r), series_delivered=np.array(s_d), snapshots=snapshots,
     )
+
+
+def _xoff_count(flips: F64, state: npt.NDArray[np.bool_], start_on: F64) -> F64:
+    """XOFF episodes per edge (the start state counts as one): exact, the counts being small integers."""
+    return start_on + (flips + state - start_on) / 2
+
+
+def _xon_count(flips: F64, state: npt.NDArray[np.bool_], start_on: F64) -> F64:
+    return (flips - state + start_on) / 2

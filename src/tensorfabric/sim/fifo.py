@@ -32,7 +32,6 @@ __all__ = ["EgressFifo", "window_steps"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-_PROBE = np.arange(1, 9)
 MAX_WINDOW = 512
 """Steps of arrival history kept: bounds memory (window x segments) on unbounded (PFC-off) queues."""
 
@@ -67,19 +66,27 @@ class EgressFifo:
         self._qse = q_se.astype(np.int64)
         n_s, n_q = self._sh.shape[0], self._qe.shape[0]
         self._n_q = n_q
-        self._d = window
+        self._d = d = window
         self._cin = np.zeros(n_s)
         self._cout = np.zeros(n_s)
         self._eout = np.zeros(n_q)
-        # Row t mod window holds the cumulative arrivals after step t, per shared segment and per queue (flat,
-        # for np.take: the heads of most queues sit in the same few rows, so the gathers stay cache-local).
-        self._hs = np.zeros(window * n_s)
-        self._he = np.zeros(window * n_q)
-        self._cols = np.arange(n_s)
-        self._queues = np.arange(n_q)
+        # The cumulative arrivals after step t sit in ring slot t mod window, one row per queue and per shared
+        # segment, at column 1 + slot. Column 0 repeats the last slot and column d + 1 the first, so the step
+        # before a head's is one element before it, without a modulo. Heads are addressed by that element
+        # (flat index row + slot); the flat views shifted by one element read the head's own step.
+        self._he = np.zeros((n_q, d + 2))
+        self._hs = np.zeros((n_s, d + 2))
+        self._he_prev, self._hs_prev = self._he.reshape(-1), self._hs.reshape(-1)
+        self._he_now, self._hs_now = self._he_prev[1:], self._hs_prev[1:]
+        self._q_row = np.arange(n_q, dtype=np.int64) * (d + 2)
+        # A segment's element is its queue's, moved to the segment's row.
+        self._s_off = (np.arange(n_s, dtype=np.int64) - self._qse) * (d + 2)
         self._head = np.zeros(n_q, dtype=np.int64)
         """Per queue: the step whose arrivals hold the next byte to leave."""
         self._t = 0
+        self._j_min = 0
+        """A lower bound of the heads' minimum (they only move forward): the window test reads j.min() only when
+        this bound is old enough to matter."""
 
     def serve(self, arrived: F64, cap: F64, buf: F64) -> F64:
         """Bytes each segment sends this step.
@@ -95,58 +102,61 @@ class EgressFifo:
 
     def _serve_shared(self, arrived: F64, cap: F64, buf: F64) -> F64:
         t, d, se, mask = self._t, self._d, self._qse, self._d - 1
-        cin, cout, hs, he, j = self._cin, self._cout, self._hs, self._he, self._head
-        cols, queues, n_s, n_q = self._cols, self._queues, self._cols.shape[0], self._n_q
+        cin, cout, he, hs, j, q_row = self._cin, self._cout, self._he, self._hs, self._head, self._q_row
+        he_now = self._he_now
         cin += arrived
-        ein = np.bincount(se, cin, n_q)
-        row = t & mask
-        hs[row * n_s:(row + 1) * n_s] = cin
-        he[row * n_q:(row + 1) * n_q] = ein
+        ein = np.bincount(se, cin, self._n_q)
+        col = (t & mask) + 1
+        he[:, col] = ein
+        hs[:, col] = cin
+        if col == d:
+            he[:, 0] = ein
+            hs[:, 0] = cin
+        elif col == 1:
+            he[:, d + 1] = ein
+            hs[:, d + 1] = cin
         self._t = t + 1
         target = self._eout + cap
         np.minimum(target, ein, out=target)
         # The head only moves forward, to the first step (in the window) whose cumulative arrivals reach
-        # target. Most heads move one step.
-        jr = j & mask
-        hi_e = he.take(jr * n_q + queues)
-        need = hi_e < target
-        if np.count_nonzero(need):
-            j += need
-            jr = j & mask
-            hi_e = he.take(jr * n_q + queues)
-            if np.count_nonzero(need := hi_e < target):
-                idx = np.flatnonzero(need)
-                # The next few steps first (rows past the current step would be old ones: read step t there).
-                ahead = np.minimum(j[idx, None] + _PROBE, t)
-                below = np.count_nonzero(he.take((ahead & mask) * n_q + idx[:, None]) < target[idx, None], axis=1)
-                j[idx] += below + 1
-                if np.count_nonzero(far := below == _PROBE.size):
-                    # The rest by counting the window's steps below target (the curves only grow; rows not
-                    # written yet are zeros, below any positive target).
-                    far_idx = idx[far]
-                    j[far_idx] = t + 1 - d + np.count_nonzero(he.reshape(d, n_q)[:, far_idx] < target[far_idx], axis=0)
-                jr[idx] = j[idx] & mask
-                hi_e[idx] = he.take(jr[idx] * n_q + idx)
+        # target; the arrival curves only grow, so that is the head plus the steps still below target. Most
+        # heads move by at most one step.
+        at = q_row + (j & mask)
+        need = he_now[at] < target
+        j += need
+        at += need
+        hi_e = he_now[at]
+        if np.count_nonzero(further := hi_e < target):
+            # Further: count the window's steps below target (slots not written yet are zeros, below any
+            # positive target).
+            idx = further.nonzero()[0]
+            j[idx] = t + 1 - d + (he.take(idx, axis=0)[:, 1:d + 1] < target[idx][:, None]).sum(axis=1)
+            at = q_row + (j & mask)
+            hi_e = he_now[at]
         old = None
-        if t >= d - 1 and int(j.min()) <= t - d + 1:
+        if t - d + 1 >= self._j_min and (j_min := int(j.min())) <= t - d + 1:
             # Keep the head one step inside the window, so that the step before it is known (from step d - 1
-            # on, the row before step 0 is the current step's).
+            # on, the slot before step 0 is the current step's).
             old = j <= t - d + 1
             j[old] = t - d + 2
-            jr[old] = j[old] & mask
-            hi_e[old] = he.take(jr[old] * n_q + queues[old])
-        pr = (jr - 1) & mask
+            at = q_row + (j & mask)
+            hi_e = he_now[at]
+            self._j_min = t - d + 2
+        elif t - d + 1 >= self._j_min:
+            self._j_min = j_min
+        at_s = at[se]
+        at_s += self._s_off
         # A head that moved into a later step starts at that step's start; one still in the step it was in goes
         # on from where it left off: either way the bytes of one step leave mixed in proportion.
-        lo_e = np.maximum(he.take(pr * n_q + queues), self._eout)
-        lo_s = np.maximum(hs.take(pr.take(se) * n_s + cols), cout)
+        lo_e = np.maximum(self._he_prev[at], self._eout)
+        dep = self._hs_now[at_s]
+        lo_s = np.maximum(self._hs_prev[at_s], cout)
         if old is not None and np.count_nonzero(stale := old & (lo_e > target)):
             # The head is older than the window: those bytes leave in proportion among the segments holding them.
             lo_e[stale] = self._eout[stale]
             lo_s = np.where(stale[se], cout, lo_s)
         g = target - lo_e
         g /= np.maximum(hi_e - lo_e, 1e-300)
-        dep = hs.take(jr.take(se) * n_s + cols)
         dep -= lo_s
         dep *= g[se]
         dep += lo_s
@@ -156,5 +166,5 @@ class EgressFifo:
         cout += dep
         self._eout = target
         # An emptied queue's next byte can only come in a later step: its head waits at this one.
-        np.copyto(j, t, where=target >= ein)
+        j[target >= ein] = t
         return dep
