@@ -71,7 +71,14 @@ def _start(argv: list[str], tmp: Path) -> subprocess.Popen[str]:
     for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         env.pop(name, None)
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=tmp)
+                            start_new_session=True, cwd=tmp, preexec_fn=_default_dispositions)
+
+
+def _default_dispositions() -> None:
+    # The launcher leaves an *ignored* SIGHUP alone (nohup's promise), and an ignored disposition is inherited:
+    # a suite started under nohup would hand every launcher here a SIGHUP it must not act on.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _stop(proc: subprocess.Popen[str], signum: int) -> tuple[int, str, set[int]]:
