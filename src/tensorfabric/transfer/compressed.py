@@ -24,7 +24,9 @@ Wire bytes = encoded size of the P padded elements = P*bits/8 + 4*P/B (payload +
 sends (n-1)/n of that twice, exactly as a ring all_reduce sends 2(n-1)/n of the raw bytes.
 
 Both run pipelined over segments of about PIPELINE_ELEMS elements (whole blocks per rank), so quantizing one
-segment overlaps the transfer of the previous one; block boundaries do not move.
+segment overlaps the transfer of the previous one; block boundaries do not move. When the group has a NIXL
+engine, the same bytes move as NIXL writes instead (:mod:`tensorfabric.transfer.compressed_nixl`), which
+complete before the next segment starts.
 
 Error bound. Let M_i be the absmax of rank i's input over one block and S = sum_i M_i. Gather-sum errs by at
 most u*M_i per decoded input, u*S in all. In the general algorithm step 2 errs by at most u*M_i per input

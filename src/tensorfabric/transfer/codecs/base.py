@@ -7,10 +7,20 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BlockCodec"]
+__all__ = ["TINY", "BlockCodec", "float32_view"]
 
 _SCALE_BYTES = 4  # one float32 scale per block
-_TINY = 2.0**-126  # smallest normal float32
+TINY = 2.0**-126  # smallest normal float32: a smaller scale would overflow its inverse
+
+
+def float32_view(raw: torch.Tensor) -> torch.Tensor:
+    """uint8 bytes as float32, copied first when they are not 4-byte aligned (odd payload sizes, chunk slices
+    of a send buffer): a float32 view needs the alignment."""
+    import torch
+
+    if raw.storage_offset() % _SCALE_BYTES:
+        raw = raw.clone()
+    return raw.view(torch.float32)
 
 
 class BlockCodec:
@@ -71,7 +81,7 @@ class BlockCodec:
         scales = absmax / self.qmax
         # Multiply by the inverse (cheaper than dividing). A scale below the smallest float32 normal would
         # make the inverse overflow, so such blocks (absmax < qmax * 2**-126) and all-zero blocks encode as 0.
-        usable = scales >= _TINY
+        usable = scales >= TINY
         inv = torch.where(usable, 1.0 / scales, 0.0)
         scaled = torch.mul(blocks, inv, out=scratch)
         split = self.payload_nbytes(numel)
@@ -80,12 +90,7 @@ class BlockCodec:
         out[split:].copy_(torch.where(usable, scales, 0.0).reshape(-1).view(torch.uint8))
 
     def _scales(self, data: torch.Tensor, numel: int) -> torch.Tensor:
-        import torch
-
-        raw = data[self.payload_nbytes(numel):]
-        if raw.storage_offset() % _SCALE_BYTES:
-            raw = raw.clone()  # a float32 view needs 4-byte alignment (odd payload sizes, chunk slices)
-        return raw.view(torch.float32).reshape(-1, 1)
+        return float32_view(data[self.payload_nbytes(numel):]).reshape(-1, 1)
 
     def decode(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         """Inverse of :meth:`encode`: flat uint8 -> flat float32 of ``numel`` elements."""

@@ -22,21 +22,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tensorfabric.errors import InputError
 from tensorfabric.transfer.codecs import register
-from tensorfabric.transfer.codecs.base import BlockCodec
+from tensorfabric.transfer.codecs.base import TINY, BlockCodec, float32_view
 
 if TYPE_CHECKING:
     import torch
 
-_TINY = 2.0**-126  # smallest normal float32: a smaller scale would overflow its inverse
-
-
-def _floats(raw: torch.Tensor) -> torch.Tensor:
-    """A float32 view of uint8 bytes (copied when they are not 4-byte aligned, e.g. a chunk of a buffer)."""
-    import torch
-
-    if raw.storage_offset() % 4:
-        raw = raw.clone()
-    return raw.view(torch.float32)
 
 
 class Int8OutlierCodec(BlockCodec):
@@ -89,7 +79,7 @@ class Int8OutlierCodec(BlockCodec):
         outlier = blocks.gather(1, index)
         mag.scatter_(1, index, 0.0)
         scales = mag.amax(dim=1, keepdim=True) / self.qmax
-        usable = scales >= _TINY
+        usable = scales >= TINY
         inv = torch.where(usable, 1.0 / scales, 0.0)
         scaled = torch.mul(blocks, inv, out=mag)
         scaled.scatter_(1, index, 0.0)  # the outlier's level is 0: it travels in its own section
@@ -101,23 +91,21 @@ class Int8OutlierCodec(BlockCodec):
         index_b.copy_(index.reshape(-1))
 
     def decode_into(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        import torch
+
         levels, scales, outliers, index = self._sections(data, numel)
         out2d = out.view(-1, self.block)
-        out2d.copy_(levels.view(_int8()).reshape(-1, self.block))
-        out2d.mul_(_floats(scales).reshape(-1, 1))
-        out2d.scatter_(1, index.long().reshape(-1, 1), _floats(outliers).reshape(-1, 1))
+        out2d.copy_(levels.view(torch.int8).reshape(-1, self.block))
+        out2d.mul_(float32_view(scales).reshape(-1, 1))
+        out2d.scatter_(1, index.long().reshape(-1, 1), float32_view(outliers).reshape(-1, 1))
 
     def decode_add_(self, data: torch.Tensor, numel: int, out: torch.Tensor) -> None:
+        import torch
+
         levels, scales, outliers, index = self._sections(data, numel)
         out2d = out.view(-1, self.block)
-        out2d.addcmul_(levels.view(_int8()).reshape(-1, self.block), _floats(scales).reshape(-1, 1))
-        out2d.scatter_add_(1, index.long().reshape(-1, 1), _floats(outliers).reshape(-1, 1))
-
-
-def _int8() -> torch.dtype:
-    import torch
-
-    return torch.int8
+        out2d.addcmul_(levels.view(torch.int8).reshape(-1, self.block), float32_view(scales).reshape(-1, 1))
+        out2d.scatter_add_(1, index.long().reshape(-1, 1), float32_view(outliers).reshape(-1, 1))
 
 
 register("int8o", Int8OutlierCodec)
