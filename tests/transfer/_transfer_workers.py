@@ -211,6 +211,68 @@ def codec_routes(g: Group) -> dict[str, Any]:
     return out
 
 
+def notify_suite(rank: int) -> dict[str, Any]:
+    g = init(timeout_s=60, engine="nixl")
+    try:
+        return {"notify": notify_without_blocking(g), "transport": g.transport}
+    finally:
+        g.destroy()
+
+
+def notify_without_blocking(g: Group) -> dict[str, Any]:
+    """A write's notification goes out from the writer's next put or take even when that call does not block.
+
+    Rank 1 writes M1 and M2 to rank 0, then waits for rank 0's write A. Rank 0 takes M1 (blocking), writes A,
+    progresses UCX without checking its own writes (``_poll``: notifications only) until M2 is there, takes M2
+    (no blocking wait: precondition, else the round is retried), and then waits on Gloo, making no NIXL call.
+    Only that take can have sent A's notification; without it rank 1 times out."""
+    e = g.nixl
+    result: dict[str, Any] = {"rounds": 0, "received": [], "blocked": []}
+    if e is None or g.rank > 1:
+        g.barrier()
+        return result
+    saved, e.timeout_s = e.timeout_s, 8.0
+    flag = torch.zeros(1)
+    try:
+        for _ in range(5):
+            result["rounds"] += 1
+            if g.rank == 1:
+                for _m in range(2):
+                    e.put(0, torch.full((64,), 7, dtype=torch.uint8), "notify")
+                try:
+                    e.take(0, "notify")
+                    e.release(0)
+                    flag.fill_(1.0)
+                except TransferError:
+                    flag.fill_(0.0)
+                dist.send(flag, 0, group=g.pg)
+                dist.recv(flag, 0, group=g.pg)  # 1: rank 0's take blocked, so try again
+            else:
+                e.take(1, "notify")
+                e.release(1)
+                e.put(1, torch.full((64,), 9, dtype=torch.uint8), "notify")
+                deadline = time.monotonic() + 5.0
+                while 1 not in e._arrived[1] and time.monotonic() < deadline:
+                    e._poll()
+                    time.sleep(0.01)
+                before = e.wait_s
+                e.take(1, "notify")
+                e.release(1)
+                blocked = e.wait_s != before
+                dist.recv(flag, 1, group=g.pg)
+                result["received"].append(bool(flag.item()))
+                result["blocked"].append(blocked)
+                flag.fill_(1.0 if blocked else 0.0)
+                dist.send(flag, 1, group=g.pg)
+            if not flag.item():
+                break
+        e.finish("notify")
+    finally:
+        e.timeout_s = saved
+    g.barrier()
+    return result
+
+
 def arrivals(g: Group) -> dict[str, Any]:
     """Lateness from call start times: rank r enters an all_reduce r * 60 ms late; clocks that differ or
     call sequences that differ give None."""

@@ -110,6 +110,20 @@ def test_compressed_collectives_through_nixl_pieces_equal_the_gloo_route(nranks:
     assert all(r == routes[0] for r in routes[1:])
 
 
+@pytest.mark.timeout(120)
+def test_a_nixl_write_is_announced_by_the_next_non_blocking_take() -> None:
+    """Over UCX's TCP transport (as between lab hosts) a write completes only after the peer's ack, and NIXL
+    sends its notification from the writer's next state check; over shared memory it completes at once."""
+    if not available():
+        pytest.skip("nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
+    results = spawn(w.notify_suite, 2, timeout_s=100, env={"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"})
+    res = results[0]["notify"]
+    assert results[0]["transport"].startswith("nixl/tcp("), results[0]["transport"]
+    # The round that counts is the last one: its take did not block (earlier rounds may have, and retried).
+    assert res["blocked"] and not res["blocked"][-1], res
+    assert res["received"][-1], f"rank 1 never saw rank 0's write: {res}"
+
+
 @pytest.mark.timeout(220)
 @pytest.mark.parametrize("nranks", [2, 4])
 @pytest.mark.parametrize("engine", ["torch", NIXL])

@@ -154,6 +154,7 @@ class NixlEngine:
         if status == "ERR":
             raise self._fail(op, peer, "UCX reported an error posting the write")
         self._sent[peer] = seq + 1
+        self._progress(op)
         if status != "DONE":
             self._inflight.append((peer, handle))
 
@@ -164,6 +165,8 @@ class NixlEngine:
             self._poll()
             if seq not in self._arrived[peer]:
                 self._block(lambda: seq in self._arrived[peer], op, peer)
+        else:
+            self._progress(op)
         n = self._arrived[peer].pop(seq)
         base = (peer * self.slots + seq % self.slots) * self.max_bytes
         return self._recv[base:base + n]
@@ -218,6 +221,15 @@ class NixlEngine:
             raise self._fail(op, peer, "UCX reported an error on a write")
         return state
 
+    def _progress(self, op: str) -> None:
+        """Check our writes still in flight. NIXL sends a write's notification from the state check that sees
+        the write complete, and there is no progress thread: a write's peer learns of it only when the writer
+        next checks. So every put and take checks too, not only a blocked wait; otherwise a rank that finds
+        its messages already there and goes on computing holds back the notifications of the writes it has
+        just posted (3 ranks, 3x1gbit lab: a peer saw a 26 KB write 1.4 ms after it was posted)."""
+        if self._inflight:
+            self._inflight = [(p, h) for p, h in self._inflight if self._state(h, op, p) == "PROC"]
+
     def _poll(self) -> None:
         for name, msgs in self.agent.get_new_notifs().items():
             peer = self._peer_of.get(name)
@@ -248,10 +260,7 @@ class NixlEngine:
         try:
             while True:
                 self._poll()
-                if self._inflight:
-                    # NIXL sends a write's notification from the state check that sees the write complete:
-                    # without a progress thread, a rank that only waited here would never send it.
-                    self._inflight = [(p, h) for p, h in self._inflight if self._state(h, op, p) == "PROC"]
+                self._progress(op)
                 if ready():
                     return
                 now = time.perf_counter()
