@@ -10,7 +10,8 @@ Order within a step (all bytes, per step of ``dt``):
 3. departures move to the next hop (or are delivered), sources inject at their DCQCN rate unless their
    NIC port is paused, and the reaction points update;
 4. every switch compares each ingress port's bytes with XOFF/XON; the decision reaches the upstream port
-   after the cable delay plus the response delay.
+   after the cable delay plus the response delay, at the instant within a step that the crossing and the
+   egress's packet-at-a-time service give (:mod:`tensorfabric.sim.pausetiming`).
 
 Conservation holds by construction: sent = delivered + dropped + buffered + on the wire.
 """
@@ -30,6 +31,7 @@ from tensorfabric.sim.ecn import mark_probability
 from tensorfabric.sim.events import applies, run_events
 from tensorfabric.sim.fifo import EgressFifo, window_steps
 from tensorfabric.sim.network import Network
+from tensorfabric.sim.pausetiming import PauseTiming
 from tensorfabric.sim.pfc import pause_duration_s
 from tensorfabric.sim.reaction import make_reaction_point
 
@@ -95,7 +97,10 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     use_cc = cfg.dcqcn != "none"
     n_steps = max(1, round(cfg.duration_s / dt))
     depth = net.delay_depth
-    p_depth = int(net.pause_steps.max()) + 1
+    timing = PauseTiming(net, cfg, dt)
+    pause_steps = timing.steps
+    ing_prev = np.zeros(n_e)
+    p_depth = int(pause_steps.max()) + 1
     pending = np.zeros((depth, n_s))
     buf = np.zeros(n_s)
     cap_dt = net.cap_bytes_s * dt
@@ -122,7 +127,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pfc_on = cfg.pfc.enabled
     xoff = np.full(n_e, cfg.pfc.xoff_bytes)
     xon = xoff - cfg.pfc.xon_offset_bytes
-    running = ~paused
+    running: F64 = (~paused).astype(np.float64)  # sending fraction per edge this step
     zeros_f = np.zeros(n_f)
     any_forced = bool(net.forced_pause.any())
     rc_seen: F64 | None = None
@@ -154,8 +159,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     snap_every = 0 if cfg.counter_interval_s is None else max(1, round(cfg.counter_interval_s / dt))
     next_ready = float(ready.min())
     # Most fabrics have one cable class per hop, so delays are uniform and a row index replaces fancy indexing.
-    uniform_pause = bool((net.pause_steps == net.pause_steps[0]).all())
-    pause_row = int(net.pause_steps[0])
+    uniform_pause = bool((pause_steps == pause_steps[0]).all())
+    pause_row = int(pause_steps[0])
     uniform_fwd = net.fwd_steps.size == 0 or bool((net.fwd_steps == net.fwd_steps[0]).all())
     fwd_row = int(net.fwd_steps[0]) if net.fwd_steps.size else 1
     uniform_inject = bool((net.inject_steps == net.inject_steps[0]).all())
@@ -259,6 +264,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 edge_marks += np.bincount(net.seg_edge, marks, n_e)
                 edge_tx += np.bincount(net.seg_edge, dep, n_e)
                 edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
+        ing_prev = ing
         ing = cast(F64, np.bincount(net.seg_in, buf, n_e))
         if pfc_on:
             if dynamic:
@@ -276,6 +282,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             new_state = net.forced_pause
         if np.count_nonzero(flip := new_state != state):
             flips += flip
+            timing.book(np.flatnonzero(flip), ing_prev, ing, thr, state, buf)
             if not dynamic:
                 thr = np.where(new_state, xon + _TIE, xoff - _TIE)
         state = new_state
@@ -288,9 +295,9 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
                 paused = hist[(t + 1 - pause_row) % p_depth]
             else:
-                paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
+                paused = hist[(t + 1 - pause_steps) % p_depth, e_idx]
             paused_n += paused
-        running = ~paused
+        running = timing.fractions(~paused) if timing.n_owed else (~paused).astype(np.float64)
         done = delivered >= goal_left
         if n_new := int(np.count_nonzero(done)):
             n_done += n_new
