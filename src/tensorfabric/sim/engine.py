@@ -127,7 +127,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pfc_on = cfg.pfc.enabled
     xoff = np.full(n_e, cfg.pfc.xoff_bytes)
     xon = xoff - cfg.pfc.xon_offset_bytes
-    running: F64 = (~paused).astype(np.float64)  # sending fraction per edge this step
+    running: F64 | npt.NDArray[np.bool_] = ~paused  # per edge: sends this step (a fraction where PAUSE/XON acts)
     zeros_f = np.zeros(n_f)
     any_forced = bool(net.forced_pause.any())
     rc_seen: F64 | None = None
@@ -282,7 +282,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             new_state = net.forced_pause
         if np.count_nonzero(flip := new_state != state):
             flips += flip
-            timing.book(np.flatnonzero(flip), ing_prev, ing, thr, state, buf)
+            timing.book(t, np.flatnonzero(flip), ing_prev, ing, thr, state)
             if not dynamic:
                 thr = np.where(new_state, xon + _TIE, xoff - _TIE)
         state = new_state
@@ -297,7 +297,10 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             else:
                 paused = hist[(t + 1 - pause_steps) % p_depth, e_idx]
             paused_n += paused
-        running = timing.fractions(~paused) if timing.n_owed else (~paused).astype(np.float64)
+        if (frac := timing.due(t + 1, paused)) is not None:
+            running = frac
+        else:
+            running = ~paused
         done = delivered >= goal_left
         if n_new := int(np.count_nonzero(done)):
             n_done += n_new
