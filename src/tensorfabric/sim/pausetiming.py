@@ -159,26 +159,3 @@ class PauseTiming:
         for edges, frac in items:
             run_f[edges] = frac
         return run_f
-    def _one_at_a_time(self, ports: npt.NDArray[np.intp], cross: F64) -> F64:
-        """XON crossings of ports that drain through one egress, at least one packet time apart, in the order
-        they would come (ties: by port, a fixed arbitration order). A port whose flows leave by several egresses
-        is taken to share one with the other such ports of its switch (the bytes of its flows are interleaved with
-        theirs on the switch's uplinks)."""
-        egress = self._one_egress[ports]
-        multi = egress < 0
-        egress[multi] = self._n_edges + self._switch[ports[multi]]
-        order = np.lexsort((ports, cross, egress))
-        g, c = egress[order], cross[order]
-        start = np.r_[True, g[1:] != g[:-1]]
-        if start.all():
-            return cross
-        first = np.maximum.accumulate(np.where(start, np.arange(g.size), 0))
-        rank = np.arange(g.size) - first
-        gap = self._packet[np.where(g < self._n_edges, g, ports[order])]  # the egress's packet time (or the port's)
-        # c'_i = max(c_i, c'_(i-1) + gap) within a group is i*gap + the running max of c_j - j*gap.
-        shift = np.cumsum(start) * 1e6  # keeps the running max inside each group
-        v = np.maximum.accumulate(c - rank * gap + shift) - shift + rank * gap
-        out = np.empty_like(cross)
-        out[order] = v
-        return out
-
