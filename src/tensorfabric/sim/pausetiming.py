@@ -60,9 +60,8 @@ class PauseTiming:
         self._late0 = self.lag - self.steps
         self._packet = (cfg.mtu + cfg.header_bytes) * 8 / rate / dt
         """Per edge (as an egress): one packet's wire time, in steps."""
-        self._switch = net.ingress_switch
-        self._n_edges = len(net.edges)
-        # Each port's egress, where all its flows leave by one.
+        # Each port's egress where all its flows leave by one (-1 elsewhere): the ports whose XON crossings one
+        # egress serializes. (A port feeding several egresses is not in lockstep with another in practice.)
         lo = np.full(len(net.edges), np.iinfo(np.int64).max)
         hi = np.full(len(net.edges), -1)
         np.minimum.at(lo, net.seg_in, net.seg_edge)
@@ -86,31 +85,30 @@ class PauseTiming:
         n_resumed = int(np.count_nonzero(resumed))
         if n_resumed > 1:
             ports = flipped[resumed]
-            sw = np.sort(self._switch[ports])
-            if (sw[1:] == sw[:-1]).any():  # two or more at one switch: they may share an egress
-                cross[resumed] = self._one_at_a_time(ports, cross[resumed])
-        # Owed sending time, signed the way this switch spends it: a PAUSE what is owed positive (the edge sends
-        # on for that much of the pipeline's steps), an XON what is owed negative (it starts that much late). The
-        # physical instant's distance after the pipeline's switch adds to it; what is owed the other way waits.
+            egress = self._one_egress[ports]
+            if np.count_nonzero(one := egress >= 0) > 1:
+                shared = np.sort(egress[one])
+                if (shared[1:] == shared[:-1]).any():  # two or more drain through one egress
+                    res = resumed.nonzero()[0][one]
+                    cross[res] = self._one_at_a_time(egress[one], flipped[res], cross[res])
+        # What each edge is owed is kept as what its next switch can spend: sending time at a PAUSE (it sends on
+        # for that much of the pipeline's steps), silence at an XON (it starts that much late). The physical
+        # instant's distance after the pipeline's switch adds to it, whichever the kind; what is left below zero
+        # is owed the other way, which is what the edge's next switch (of the other kind) spends.
         cross += self._late0[flipped]
-        owed = self._owed[flipped]
-        if n_resumed:
-            owed[resumed] *= -1.0
-        cross += owed
+        cross += self._owed[flipped]
         spend = np.minimum(np.maximum(cross, 0.0), _MAX_OWED)
-        cross -= spend
-        if n_resumed:
-            cross[resumed] *= -1.0
-        self._owed[flipped] = cross
-        if np.count_nonzero(now := spend > 0.0):
+        np.negative(cross, out=cross)
+        self._owed[flipped] = np.maximum(cross, 0.0, out=cross)
+        if self._uniform and spend.max() <= 1.0:  # the common case: within the switch step
+            # The fraction of that step each edge sends (a zero spend leaves the pipeline's own 0 or 1).
+            self._due.setdefault(t + self._step0, []).append((flipped, np.abs(resumed - spend)))
+        elif np.count_nonzero(now := spend > 0.0):
             self._spend(t, flipped[now], spend[now], resumed[now])
 
     def _spend(self, t: int, edges: npt.NDArray[np.intp], spend: F64, resumed: B) -> None:
         """Schedule the fractions of the steps from the pipeline's switch on: ``spend`` steps still sending after a
         PAUSE, or still silent after an XON."""
-        if spend.max() <= 1.0 and self._uniform:  # the common case: within the switch step
-            self._due.setdefault(t + self._step0, []).append((edges, np.where(resumed, 1.0 - spend, spend)))
-            return
         at = t + self.steps[edges]
         for k in range(int(np.ceil(spend.max()))):
             part = np.minimum(spend - k, 1.0)
@@ -122,14 +120,9 @@ class PauseTiming:
                 sel = at == step
                 self._due.setdefault(step + k, []).append((edges[sel], frac[sel]))
 
-    def _one_at_a_time(self, ports: npt.NDArray[np.intp], cross: F64) -> F64:
-        """XON crossings of ports that drain through one egress, at least one packet time apart, in the order
-        they would come (ties: by port, a fixed arbitration order). A port whose flows leave by several egresses
-        is taken to share one with the other such ports of its switch (the bytes of its flows are interleaved with
-        theirs on the switch's uplinks)."""
-        egress = self._one_egress[ports]
-        multi = egress < 0
-        egress[multi] = self._n_edges + self._switch[ports[multi]]
+    def _one_at_a_time(self, egress: I64, ports: npt.NDArray[np.intp], cross: F64) -> F64:
+        """XON crossings of ports that drain through one egress (``egress``: each port's), at least one packet time
+        apart, in the order they would come (ties: by port, a fixed arbitration order)."""
         order = np.lexsort((ports, cross, egress))
         g, c = egress[order], cross[order]
         start = np.empty(g.size, dtype=bool)
@@ -139,7 +132,7 @@ class PauseTiming:
             return cross
         idx = np.arange(g.size)
         rank = idx - np.maximum.accumulate(idx * start)
-        gap = self._packet[np.where(g < self._n_edges, g, ports[order])]  # the egress's packet time (or the port's)
+        gap = self._packet[g]
         gap *= rank
         # c'_i = max(c_i, c'_(i-1) + gap) within a group is i*gap + the running max of c_j - j*gap.
         shift = np.cumsum(start) * 1e6  # keeps the running max inside each group
