@@ -40,8 +40,6 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 _EPS = 1e-9
-_MAX_OWED = 8.0
-"""Steps of sending time spent at one switch at most (a bound on bookkeeping, far above what one crossing books)."""
 
 
 class PauseTiming:
@@ -70,6 +68,8 @@ class PauseTiming:
         self._owed = np.zeros(len(net.edges))
         self._due: dict[int, list[tuple[npt.NDArray[np.intp], F64]]] = {}
         self._uniform = bool((self.steps == self.steps[0]).all())
+        self._static = cfg.pfc.threshold == "static"
+        self._run_f = np.zeros(len(net.edges))
         self._step0 = int(self.steps[0])
 
     def book(self, t: int, flipped: npt.NDArray[np.intp], before: F64, after: F64, thr: F64, paused: B) -> None:
@@ -79,8 +79,13 @@ class PauseTiming:
         c0 = before[flipped]
         cross = thr[flipped] - c0
         rise = after[flipped] - c0
-        np.divide(cross, rise, out=cross, where=rise != 0.0)
-        np.minimum(np.maximum(cross, 0.0, out=cross), 1.0, out=cross)
+        if self._static:
+            # The latch keeps the last counter on the far side of the threshold a flip crosses, so the rise is
+            # never zero and the fraction is in (0, 1].
+            cross /= rise
+        else:  # a moving threshold can flip a port whose counter did not move
+            np.divide(cross, rise, out=cross, where=rise != 0.0)
+            np.minimum(np.maximum(cross, 0.0, out=cross), 1.0, out=cross)
         resumed = paused[flipped]
         n_resumed = int(np.count_nonzero(resumed))
         if n_resumed > 1:
@@ -97,9 +102,8 @@ class PauseTiming:
         # is owed the other way, which is what the edge's next switch (of the other kind) spends.
         cross += self._late0[flipped]
         cross += self._owed[flipped]
-        spend = np.minimum(np.maximum(cross, 0.0), _MAX_OWED)
-        np.negative(cross, out=cross)
-        self._owed[flipped] = np.maximum(cross, 0.0, out=cross)
+        spend = np.maximum(cross, 0.0)
+        self._owed[flipped] = spend - cross  # bounded: at most the lag's shortfall of a whole step
         if self._uniform and spend.max() <= 1.0:  # the common case: within the switch step
             # The fraction of that step each edge sends (a zero spend leaves the pipeline's own 0 or 1).
             self._due.setdefault(t + self._step0, []).append((flipped, np.abs(resumed - spend)))
@@ -148,7 +152,8 @@ class PauseTiming:
         """Sending fraction per edge in step ``t`` where an edge switches there with time owed; None elsewhere."""
         if not self._due or (items := self._due.pop(t, None)) is None:
             return None
-        run_f = (~paused).astype(np.float64)
+        run_f = self._run_f
+        np.logical_not(paused, out=run_f)
         for edges, frac in items:
             run_f[edges] = frac
         return run_f
