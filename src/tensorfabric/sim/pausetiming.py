@@ -104,11 +104,21 @@ class PauseTiming:
         cross += self._owed[flipped]
         spend = np.maximum(cross, 0.0)
         self._owed[flipped] = spend - cross  # bounded: at most the lag's shortfall of a whole step
-        if self._uniform and spend.max() <= 1.0:  # the common case: within the switch step
-            # The fraction of that step each edge sends (a zero spend leaves the pipeline's own 0 or 1).
-            self._due.setdefault(t + self._step0, []).append((flipped, np.abs(resumed - spend)))
-        elif np.count_nonzero(now := spend > 0.0):
-            self._spend(t, flipped[now], spend[now], resumed[now])
+        if not self._uniform:
+            if np.count_nonzero(now := spend > 0.0):
+                self._spend(t, flipped[now], spend[now], resumed[now])
+            return
+        # The fraction of each step from the pipeline's switch on that each edge sends (a zero spend leaves the
+        # pipeline's own 0 or 1); spend rarely reaches past the switch step, by a crossing late in its step.
+        due = self._due
+        at = t + self._step0
+        due.setdefault(at, []).append((flipped, np.abs(resumed - np.minimum(spend, 1.0))))
+        while spend.max() > 1.0:
+            spend -= 1.0
+            at += 1
+            more = spend > 0.0
+            flipped, spend, resumed = flipped[more], spend[more], resumed[more]
+            due.setdefault(at, []).append((flipped, np.abs(resumed - np.minimum(spend, 1.0))))
 
     def _spend(self, t: int, edges: npt.NDArray[np.intp], spend: F64, resumed: B) -> None:
         """Schedule the fractions of the steps from the pipeline's switch on: ``spend`` steps still sending after a
