@@ -159,7 +159,8 @@ class PauseTiming:
         return cross
 
     def due(self, t: int, paused: B) -> F64 | None:
-        """Sending fraction per edge in step ``t`` where an edge switches there with time owed; None elsewhere."""
+        """Sending fraction per edge in step ``t`` where an edge switches there with time owed; None elsewhere.
+        The array is reused by the next call."""
         if not self._due or (items := self._due.pop(t, None)) is None:
             return None
         run_f = self._run_f
