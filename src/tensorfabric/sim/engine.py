@@ -10,7 +10,8 @@ Order within a step (all bytes, per step of ``dt``):
 3. departures move to the next hop (or are delivered), sources inject at their DCQCN rate unless their
    NIC port is paused, and the reaction points update;
 4. every switch compares each ingress port's bytes with XOFF/XON; the decision reaches the upstream port
-   after the cable delay plus the response delay.
+   after the cable delay plus the response delay, at the instant within a step that the crossing and the
+   egress's packet-at-a-time service give (:mod:`tensorfabric.sim.pausetiming`).
 
 Conservation holds by construction: sent = delivered + dropped + buffered + on the wire.
 """
@@ -30,6 +31,7 @@ from tensorfabric.sim.ecn import mark_probability
 from tensorfabric.sim.events import applies, run_events
 from tensorfabric.sim.fifo import EgressFifo, window_steps
 from tensorfabric.sim.network import Network
+from tensorfabric.sim.pausetiming import PauseTiming
 from tensorfabric.sim.pfc import pause_duration_s
 from tensorfabric.sim.reaction import make_reaction_point
 
@@ -37,6 +39,10 @@ __all__ = ["Trace", "run"]
 
 F64 = npt.NDArray[np.float64]
 _EPS = 1e-9
+_TIE = 1e-3
+"""Bytes: a counter this close to XOFF (XON) has reached it. Ports with identical histories then decide alike; float
+noise of 1e-9 B would otherwise split an exact tie between them, one pausing a step before the other, and lock the
+egress they share into an unequal split (3.225 against 3 S/C on test_port_level_fairness_two_tiers at a 1 us step)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,10 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     use_cc = cfg.dcqcn != "none"
     n_steps = max(1, round(cfg.duration_s / dt))
     depth = net.delay_depth
-    p_depth = int(net.pause_steps.max()) + 1
+    timing = PauseTiming(net, cfg, dt)
+    pause_steps = timing.steps
+    ing_prev = np.zeros(n_e)
+    p_depth = int(pause_steps.max()) + 1
     pending = np.zeros((depth, n_s))
     buf = np.zeros(n_s)
     cap_dt = net.cap_bytes_s * dt
@@ -118,7 +127,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     pfc_on = cfg.pfc.enabled
     xoff = np.full(n_e, cfg.pfc.xoff_bytes)
     xon = xoff - cfg.pfc.xon_offset_bytes
-    running = ~paused
+    running: F64 | npt.NDArray[np.bool_] = ~paused  # per edge: sends this step (a fraction where PAUSE/XON acts)
     zeros_f = np.zeros(n_f)
     any_forced = bool(net.forced_pause.any())
     rc_seen: F64 | None = None
@@ -150,8 +159,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
     snap_every = 0 if cfg.counter_interval_s is None else max(1, round(cfg.counter_interval_s / dt))
     next_ready = float(ready.min())
     # Most fabrics have one cable class per hop, so delays are uniform and a row index replaces fancy indexing.
-    uniform_pause = bool((net.pause_steps == net.pause_steps[0]).all())
-    pause_row = int(net.pause_steps[0])
+    uniform_pause = bool((pause_steps == pause_steps[0]).all())
+    pause_row = int(pause_steps[0])
     uniform_fwd = net.fwd_steps.size == 0 or bool((net.fwd_steps == net.fwd_steps[0]).all())
     fwd_row = int(net.fwd_steps[0]) if net.fwd_steps.size else 1
     uniform_inject = bool((net.inject_steps == net.inject_steps[0]).all())
@@ -164,7 +173,8 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                and np.array_equal(net.first_seg[1:], net.last_seg[:-1] + 1))
     # A pause that takes effect after one step is the current state itself: no history, and paused time = XOFF time.
     pause_now = uniform_pause and pause_row == 1
-    thr = np.where(state, xon, xoff)  # the latch: a paused port resumes below XON, a running one pauses above XOFF
+    # The latch: a paused port resumes at XON, a running one pauses at XOFF (within _TIE of them).
+    thr = np.where(state, xon + _TIE, xoff - _TIE)
     marks_needed = use_cc or bool(snap_every)
     n_done = 0
     progress_every = max(1, n_steps // 100)
@@ -254,6 +264,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 edge_marks += np.bincount(net.seg_edge, marks, n_e)
                 edge_tx += np.bincount(net.seg_edge, dep, n_e)
                 edge_tx += np.bincount(net.src_nic_edge, inj, n_e)
+        ing_prev = ing
         ing = cast(F64, np.bincount(net.seg_in, buf, n_e))
         if pfc_on:
             if dynamic:
@@ -262,7 +273,7 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 xoff = np.where(net.ingress_switch >= 0, cfg.pfc.dynamic_alpha * free[net.ingress_switch], np.inf)
                 xon = xoff - cfg.pfc.xon_offset_bytes
                 room = xoff + net.headroom_bytes - ing  # admission follows the moving threshold
-                thr = np.where(state, xon, xoff)
+                thr = np.where(state, xon + _TIE, xoff - _TIE)
             # Latch: XOFF above the threshold, XON only once below threshold - offset (thr holds whichever applies).
             new_state = ing > thr
             if any_forced:
@@ -271,8 +282,9 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
             new_state = net.forced_pause
         if np.count_nonzero(flip := new_state != state):
             flips += flip
+            timing.book(t, np.flatnonzero(flip), ing_prev, ing, thr, state)
             if not dynamic:
-                thr = np.where(new_state, xon, xoff)
+                thr = np.where(new_state, xon + _TIE, xoff - _TIE)
         state = new_state
         xoff_n += state
         if pause_now:
@@ -283,9 +295,12 @@ def run(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None
                 # A view is safe: that row is next written p_depth - pause_row >= 1 steps after its last use.
                 paused = hist[(t + 1 - pause_row) % p_depth]
             else:
-                paused = hist[(t + 1 - net.pause_steps) % p_depth, e_idx]
+                paused = hist[(t + 1 - pause_steps) % p_depth, e_idx]
             paused_n += paused
-        running = ~paused
+        if (frac := timing.due(t + 1, paused)) is not None:
+            running = frac
+        else:
+            running = ~paused
         done = delivered >= goal_left
         if n_new := int(np.count_nonzero(done)):
             n_done += n_new
