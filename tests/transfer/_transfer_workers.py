@@ -222,15 +222,14 @@ def notify_suite(rank: int) -> dict[str, Any]:
 def notify_without_blocking(g: Group) -> dict[str, Any]:
     """A write's notification goes out from the writer's next put or take even when that call does not block.
 
-    Rank 1 writes M1 and M2 to rank 0, then waits for rank 0's write A. Rank 0 takes M1 (blocking), writes A,
-    progresses UCX without checking its own writes (``_poll``: notifications only) until M2 is there, takes M2
-    (no blocking wait: precondition, else the round is retried), and then waits on Gloo, making no NIXL call.
-    Only that take can have sent A's notification; without it rank 1 times out."""
+    Rank 1 writes M1 and M2 to rank 0, then waits for rank 0's write A. Rank 0 takes M1 (blocking), writes A
+    (60 KB, so that it is still in flight when ``put`` returns), progresses UCX for at least 50 ms without
+    checking its own writes (``_poll``: notifications only) and until M2 is there, takes M2, and then waits on
+    Gloo, making no NIXL call. Only that take can have sent A's notification; without it rank 1 times out. A
+    round whose preconditions fail (A already complete when posted, or the take of M2 blocked) is retried."""
     e = g.nixl
+    assert e is not None and g.size == 2
     result: dict[str, Any] = {"rounds": 0, "received": [], "blocked": []}
-    if e is None or g.rank > 1:
-        g.barrier()
-        return result
     saved, e.timeout_s = e.timeout_s, 8.0
     flag = torch.zeros(1)
     try:
@@ -250,15 +249,17 @@ def notify_without_blocking(g: Group) -> dict[str, Any]:
             else:
                 e.take(1, "notify")
                 e.release(1)
-                e.put(1, torch.full((64,), 9, dtype=torch.uint8), "notify")
-                deadline = time.monotonic() + 5.0
-                while 1 not in e._arrived[1] and time.monotonic() < deadline:
+                e.put(1, torch.full((60_000,), 9, dtype=torch.uint8), "notify")
+                in_flight = bool(e._inflight)
+                start = time.monotonic()
+                while time.monotonic() < start + 5.0 and (
+                        e._taken[1] not in e._arrived[1] or time.monotonic() < start + 0.05):  # M2, and A done
                     e._poll()
-                    time.sleep(0.01)
+                    time.sleep(0.005)
                 before = e.wait_s
                 e.take(1, "notify")
                 e.release(1)
-                blocked = e.wait_s != before
+                blocked = e.wait_s != before or not in_flight
                 dist.recv(flag, 1, group=g.pg)
                 result["received"].append(bool(flag.item()))
                 result["blocked"].append(blocked)
@@ -269,7 +270,6 @@ def notify_without_blocking(g: Group) -> dict[str, Any]:
         e.finish("notify")
     finally:
         e.timeout_s = saved
-    g.barrier()
     return result
 
 

@@ -119,7 +119,7 @@ def test_a_nixl_write_is_announced_by_the_next_non_blocking_take() -> None:
     results = spawn(w.notify_suite, 2, timeout_s=100, env={"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"})
     res = results[0]["notify"]
     assert results[0]["transport"].startswith("nixl/tcp("), results[0]["transport"]
-    # The round that counts is the last one: its take did not block (earlier rounds may have, and retried).
+    # The round that counts is the last one: its preconditions held (earlier rounds may have failed them).
     assert res["blocked"] and not res["blocked"][-1], res
     assert res["received"][-1], f"rank 1 never saw rank 0's write: {res}"
 
