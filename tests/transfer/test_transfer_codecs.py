@@ -49,6 +49,40 @@ def test_special_inputs(name: str, kind: str) -> None:
         assert float((y - x).abs().max()) <= codec.unit_error * 5e4 * (1 + 1e-6)
 
 
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("block", [8, 64])
+def test_a_run_of_blocks_of_one_encoding_is_byte_for_byte_the_encoding_of_those_blocks(name: str,
+                                                                                       block: int) -> None:
+    """The NIXL all_reduce encodes every peer's chunk in one call and sends each chunk's part of it."""
+    codec = get_codec(name, block)
+    x = torch.randn(24 * block, generator=torch.Generator().manual_seed(5)) * 3
+    x[:block] = 0.0
+    x[block:2 * block] = 1e-40  # a subnormal block: its scale would overflow the inverse, so it encodes as 0
+    x[5 * block + 1] = 4e4
+    whole = codec.encode(x)
+    for lo, hi in ((0, 24), (0, 7), (7, 13), (23, 24)):
+        part = torch.cat(codec.element_range(whole, x.numel(), lo * block, hi * block))
+        assert torch.equal(part, codec.encode(x[lo * block:hi * block].clone())), (lo, hi)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "none"])
+def test_the_smallest_normal_scale_is_kept_and_a_smaller_one_encodes_as_zero(name: str) -> None:
+    codec = get_codec(name, 8)
+    edge = codec.qmax * 2.0**-126  # absmax / qmax is exactly the smallest normal float32
+    below = torch.nextafter(torch.tensor(edge), torch.tensor(0.0)).item()
+    # Two values at the edge, so int8o's second largest magnitude (its scale) is at the edge too.
+    x = torch.tensor([edge, -edge, edge / 2] + [0.0] * 5 + [below, -below, below / 3] + [0.0] * 5,
+                     dtype=torch.float32)
+    y = codec.decode(codec.encode(x), x.numel())
+    assert y[0].item() == pytest.approx(edge, rel=codec.unit_error * 2, abs=0.0)
+    assert y[1].item() < 0 < y[2].item()
+    rest = y[8:].clone()
+    if name == "int8o":  # its outlier (the last largest magnitude) travels as it is, whatever the scale
+        assert rest[1].item() == -below
+        rest[1] = 0.0
+    assert not bool(rest.any())
+
+
 def test_wire_sizes_are_payload_plus_scales() -> None:
     assert get_codec("int8", 64).encoded_nbytes(4096) == 4096 + 64 * 4
     assert get_codec("int4", 64).encoded_nbytes(4096) == 2048 + 64 * 4

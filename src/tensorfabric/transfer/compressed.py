@@ -167,6 +167,11 @@ def _scatter_reduce_gather(group: Group, x: torch.Tensor, result: torch.Tensor, 
     import torch
 
     n, me = group.size, group.rank
+    if group.nixl is not None and group.pg is not None:
+        for start, length in segments:
+            compressed_nixl.scatter_reduce_gather(group.nixl, "all_reduce", x[start:start + length],
+                                                  result[start:start + length], codec)
+        return
     stage1 = []
     for start, length in segments:
         chunk = length // n

@@ -122,6 +122,7 @@ class NixlEngine:
         self._dlists: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._handles: dict[tuple[int, int, int], Any] = {}
         self._inflight: list[tuple[int, Any]] = []
+        self._scratch: dict[str, torch.Tensor] = {}
         self.name, self.log_path = name, log_path
         """The agent's name (UCX's worker name in its log) and where UCX logs (``%p``: the pid), if captured."""
         self.spin_s = _SPIN_S
@@ -133,16 +134,19 @@ class NixlEngine:
         """The directory of ``log_path`` when this (world) engine made it: removed at :meth:`close`."""
 
     # -- the two primitives -------------------------------------------------------------------------------
-    def put(self, peer: int, data: torch.Tensor, op: str) -> None:
-        """Write ``data`` (a contiguous CPU tensor of at most ``max_bytes``) to ``peer``'s next slot."""
-        src = data.reshape(-1).view(_u8())
-        n = src.numel()
+    def put(self, peer: int, data: torch.Tensor | Sequence[torch.Tensor], op: str) -> None:
+        """Write ``data`` (a contiguous CPU tensor, or several sent back to back as one message; at most
+        ``max_bytes`` in all) to ``peer``'s next slot."""
         seq = self._sent[peer]
         if seq - self._credit[peer] >= self.slots:
             self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
         slot = seq % self.slots
-        base = (peer * self.slots + slot) * self.max_bytes
-        self._send[base:base + n].copy_(src)
+        base = end = (peer * self.slots + slot) * self.max_bytes
+        for part in (data,) if not isinstance(data, (list, tuple)) else data:
+            src = part.reshape(-1).view(_u8())
+            self._send[end:end + src.numel()].copy_(src)
+            end += src.numel()
+        n = end - base
         handle, posted = self._handle(peer, slot, _size_class(n))
         if posted:
             self._settle(handle, op, peer)
@@ -180,6 +184,16 @@ class NixlEngine:
             peer, handle = self._inflight.pop()
             self._settle(handle, op, peer)
 
+
+    def scratch(self, name: str, nbytes: int) -> torch.Tensor:
+        """A uint8 buffer of ``nbytes`` kept under ``name`` for the next call: the compressed collectives run
+        once per layer, and fresh buffers of tens of KiB cost allocator work and page faults every time."""
+        import torch
+
+        buf = self._scratch.get(name)
+        if buf is None or buf.numel() < nbytes:
+            buf = self._scratch[name] = torch.empty(nbytes, dtype=torch.uint8)
+        return buf[:nbytes]
 
     # -- plumbing -----------------------------------------------------------------------------------------
     def _handle(self, peer: int, slot: int, nbytes: int) -> tuple[Any, bool]:

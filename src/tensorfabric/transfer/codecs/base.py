@@ -7,10 +7,22 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TINY", "BlockCodec", "float32_view"]
+__all__ = ["TINY", "BlockCodec", "float32_view", "store_float32"]
 
 _SCALE_BYTES = 4  # one float32 scale per block
 TINY = 2.0**-126  # smallest normal float32: a smaller scale would overflow its inverse
+_BELOW_TINY = 2.0**-126 - 2.0**-149  # the float32 just below TINY: ``x > _BELOW_TINY`` is ``x >= TINY``
+
+
+def store_float32(raw: torch.Tensor, values: torch.Tensor) -> None:
+    """Write float32 ``values`` into the uint8 bytes ``raw``, through a float32 view where ``raw`` is 4-byte
+    aligned (one cast-free copy) and byte for byte where it is not (e.g. the scales after an odd payload)."""
+    import torch
+
+    if raw.storage_offset() % _SCALE_BYTES:
+        raw.copy_(values.reshape(-1).view(torch.uint8))
+    else:
+        raw.view(torch.float32).copy_(values.reshape(-1))
 
 
 def float32_view(raw: torch.Tensor) -> torch.Tensor:
@@ -53,6 +65,22 @@ class BlockCodec:
         assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
         return self.payload_nbytes(numel) + numel // self.block * _SCALE_BYTES
 
+    def layout(self) -> tuple[int, ...]:
+        """Bytes per block of each section of an encoding, in order (``[payload | scales]`` here); an encoding
+        of ``numel`` elements is each section's ``numel / block`` entries, section after section."""
+        return (self.payload_nbytes(self.block), _SCALE_BYTES)
+
+    def element_range(self, data: torch.Tensor, numel: int, lo: int, hi: int) -> list[torch.Tensor]:
+        """Views of ``data`` (an encoding of ``numel`` elements) whose concatenation is the encoding of
+        elements ``lo:hi`` alone (whole blocks): quantization is per block, so a run of blocks of a batched
+        encoding is byte for byte the encoding of those blocks."""
+        nb, b0, b1 = numel // self.block, lo // self.block, hi // self.block
+        out, base = [], 0
+        for width in self.layout():
+            out.append(data[base + b0 * width:base + b1 * width])
+            base += nb * width
+        return out
+
     def _workspace(self, numel: int, device: torch.device) -> torch.Tensor:
         """A reused float32 scratch buffer: fresh multi-MiB tensors cost page faults on every call."""
         import torch
@@ -74,20 +102,20 @@ class BlockCodec:
         """:meth:`encode` into ``out`` (``encoded_nbytes(x.numel())`` uint8), e.g. a slice of a send buffer."""
         import torch
 
+        # Few and in-place operations: at the sizes of a prefill all_reduce (tens of thousands of values)
+        # each one's fixed cost is as large as its work, and on ranks sharing cores it is paid per call.
         numel = x.numel()
         blocks = x.reshape(-1, self.block)
         scratch = self._workspace(numel, x.device).view(-1, self.block)
-        absmax = torch.abs(blocks, out=scratch).amax(dim=1, keepdim=True)
-        scales = absmax / self.qmax
-        # Multiply by the inverse (cheaper than dividing). A scale below the smallest float32 normal would
-        # make the inverse overflow, so such blocks (absmax < qmax * 2**-126) and all-zero blocks encode as 0.
-        usable = scales >= TINY
-        inv = torch.where(usable, 1.0 / scales, 0.0)
-        scaled = torch.mul(blocks, inv, out=scratch)
+        scales = torch.abs(blocks, out=scratch).amax(dim=1, keepdim=True).div_(self.qmax)
+        # A scale below the smallest float32 normal would make its inverse overflow, so such blocks (absmax
+        # < qmax * 2**-126) and all-zero blocks encode as 0: the scale is zeroed, and its inverse (1/0 = inf)
+        # too.
+        torch.threshold_(scales, _BELOW_TINY, 0.0)
         split = self.payload_nbytes(numel)
-        self._quantize_into(scaled, out[:split])
-        # Copied as bytes: the scales section need not be 4-byte aligned (e.g. block 2 of int8).
-        out[split:].copy_(torch.where(usable, scales, 0.0).reshape(-1).view(torch.uint8))
+        store_float32(out[split:], scales)
+        inv = torch.reciprocal(scales).nan_to_num_(0.0, 0.0, 0.0)
+        self._quantize_into(torch.mul(blocks, inv, out=scratch), out[:split])
 
     def _scales(self, data: torch.Tensor, numel: int) -> torch.Tensor:
         return float32_view(data[self.payload_nbytes(numel):]).reshape(-1, 1)

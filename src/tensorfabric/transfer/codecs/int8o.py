@@ -58,6 +58,9 @@ class Int8OutlierCodec(BlockCodec):
         assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
         return numel + numel // self.block * 9
 
+    def layout(self) -> tuple[int, ...]:
+        return (self.block, 4, 4, 1)
+
     def _sections(self, data: torch.Tensor, numel: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                                                    torch.Tensor]:
         nb = numel // self.block
