@@ -358,3 +358,36 @@ def missing_peer(rank: int, timeout_s: float) -> Any:
     except TransferError as exc:
         return {"op": exc.op, "group": exc.group, "seconds": time.monotonic() - t0, "error": str(exc)}
     return {"error": None}
+
+
+def inline_suite(rank: int) -> dict[str, Any]:
+    """The compressed all_reduce sends its bytes inside NIXL notifications and leaves its engine *unsettled*;
+    every torch.distributed call through a Group settles it first (nixl_engine docstring). Each round: an
+    int8 all_reduce of SmolLM2's prefill size (pieces of ~52 KB, the size UCX's TCP buffers), a rank-skewed
+    pause (compute), then a decode-sized NIXL all_reduce (WRITEs) and a Gloo one (too big for NIXL)."""
+    from tensorfabric.transfer import nixl_engine
+
+    g = init(timeout_s=30, engine="nixl")
+    e = g.nixl
+    assert e is not None
+    codec = get_codec("int8")
+    out: dict[str, Any] = {"transport": g.transport, "unsettled_after": [], "settled_after_gloo": [],
+                           "credit_whole": [], "sums": []}
+    try:
+        for r in range(12):
+            x = _data(rank, (256 * 576,), torch.float32, seed=r)
+            g.all_reduce(x, codec=codec)
+            out["unsettled_after"].append(e in nixl_engine._UNSETTLED)
+            out["sums"].append(float(x.double().sum()))
+            time.sleep(0.004 * ((rank + r) % g.size))
+            small = torch.full((8,), float(rank))
+            g.all_reduce(small)  # through NIXL WRITEs: carries our credit, settles nothing
+            big = torch.ones(NIXL_MAX_BYTES // 4 + 16)
+            g.all_reduce(big)  # through Gloo: settles first
+            out["settled_after_gloo"].append(e not in nixl_engine._UNSETTLED and float(big[0]) == g.size
+                                             and float(small[0]) == sum(range(g.size)))
+            out["credit_whole"].append(all(e._credit[p] >= e._inline_upto[p] and e._acked[p] == e._taken[p]
+                                           for p in range(g.size) if p != rank))
+    finally:
+        g.destroy()
+    return out

@@ -124,6 +124,22 @@ def test_a_nixl_write_is_announced_by_the_next_non_blocking_take() -> None:
     assert res["received"][-1], f"rank 1 never saw rank 0's write: {res}"
 
 
+@pytest.mark.timeout(120)
+def test_inline_all_reduce_bytes_are_settled_before_every_torch_collective() -> None:
+    """Over UCX's TCP transport (as between lab hosts), where a notification the socket cannot take at once
+    waits in UCX's buffer for the sender's next progress: a rank that left a compressed all_reduce for a
+    Gloo collective without settling could hold a peer that still waits for its bytes (a timeout here)."""
+    if not available():
+        pytest.skip("nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
+    results = spawn(w.inline_suite, 3, timeout_s=100, env={"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "lo"})
+    for rank, res in enumerate(results):
+        assert res["transport"].startswith("nixl/tcp("), res["transport"]
+        assert all(res["unsettled_after"]) and len(res["unsettled_after"]) == 12, (rank, res)
+        assert all(res["settled_after_gloo"]), (rank, res)
+        assert all(res["credit_whole"]), (rank, res)
+    assert all(r["sums"] == results[0]["sums"] for r in results)  # every rank decoded the same bytes
+
+
 @pytest.mark.timeout(220)
 @pytest.mark.parametrize("nranks", [2, 4])
 @pytest.mark.parametrize("engine", ["torch", NIXL])

@@ -140,6 +140,7 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
     from tensorfabric.transfer.group import init
     from tensorfabric.transfer.kv_connect import connect_kv
     from tensorfabric.transfer.kv_transfer import KVSender
+    from tensorfabric.transfer.nixl_engine import settle_all
 
     cfg.check()
     prep = prepare(cfg.run)
@@ -172,6 +173,7 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
 
         def exchange(obj: Any) -> list[Any]:
             out: list[Any] = [None] * world.size
+            settle_all("kv_init")  # NIXL engines first: a peer may still need this process to progress one
             try:
                 dist.all_gather_object(out, obj)
             except RuntimeError as exc:

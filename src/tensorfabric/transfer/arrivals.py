@@ -45,11 +45,14 @@ def lateness(group: Group, boot_id: Path = BOOT_ID) -> dict[str, float] | None:
     over calls); None when that is unknown (see the module docstring). Collective: every rank calls it."""
     import torch.distributed as dist
 
+    from tensorfabric.transfer.nixl_engine import settle_all
+
     calls = [(op, start) for op, start in group.stats.calls() if op not in POINT_TO_POINT]
     mine = (_boot_id(boot_id), [op for op, _ in calls], [start for _, start in calls])
     if group.pg is None:
         return {op: 0.0 for op in mine[1]}
     everyone: list[tuple[str | None, list[str], list[float]] | None] = [None] * group.size
+    settle_all("lateness")
     dist.all_gather_object(everyone, mine, group=group.pg)
     known = [e for e in everyone if e is not None]
     if len(known) != group.size or mine[0] is None or any(e[0] != mine[0] or e[1] != mine[1] for e in known):

@@ -49,7 +49,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError
-from tensorfabric.transfer import compressed_nixl
+from tensorfabric.transfer import compressed_nixl, nixl_engine
 
 if TYPE_CHECKING:
     import torch
@@ -82,6 +82,7 @@ def _exchange(group: Group, op: str, out: torch.Tensor, inp: torch.Tensor, gathe
     if group.nixl is not None:
         compressed_nixl.exchange(group.nixl, op, out, inp, gather)
         return None
+    nixl_engine.settle_all("all_reduce")
     try:
         if gather:
             return dist.all_gather_single(out, inp, group.pg, async_op=True)

@@ -57,7 +57,8 @@ def _window(parts: Sequence[torch.Tensor], lo: int, hi: int) -> list[torch.Tenso
 def _move(engine: NixlEngine, op: str, sources: dict[int, Sequence[torch.Tensor]],
           targets: dict[int, torch.Tensor]) -> None:
     """Send every peer p the concatenation of ``sources[p]`` and receive the same number of bytes from it
-    into ``targets[p]`` (flat uint8), in slot-sized pieces with LAG pieces written ahead."""
+    into ``targets[p]`` (flat uint8), in slot-sized inline messages (the engine's docstring says why and
+    what that obliges) with LAG pieces written ahead."""
     each = targets[next(iter(targets))].numel()
     step = engine.max_bytes
     pieces = [(lo, min(each, lo + step)) for lo in range(0, each, step)]
@@ -68,13 +69,12 @@ def _move(engine: NixlEngine, op: str, sources: dict[int, Sequence[torch.Tensor]
             if k < len(pieces):
                 lo, hi = pieces[k]
                 for p, parts in sources.items():
-                    engine.put(p, _window(parts, lo, hi), op)
+                    engine.put(p, _window(parts, lo, hi), op, inline=True)
             if k >= lag:
                 lo, hi = pieces[k - lag]
                 for p, target in targets.items():
                     target[lo:hi].copy_(engine.take(p, op))
                     engine.release(p)
-        engine.finish(op)
     finally:
         engine.spin_s = spin
 
@@ -88,6 +88,7 @@ def exchange(engine: NixlEngine, op: str, out: torch.Tensor, inp: torch.Tensor, 
     peers = [p for p in range(n) if p != me]
     _move(engine, op, {p: [inp if gather else inp[p * each:(p + 1) * each]] for p in peers},
           {p: out[p * each:(p + 1) * each] for p in peers})
+    engine.finish(op)
     out[me * each:(me + 1) * each].copy_(inp if gather else inp[me * each:(me + 1) * each])
 
 
@@ -119,5 +120,6 @@ def scatter_reduce_gather(engine: NixlEngine, op: str, x: torch.Tensor, result: 
     gathered = engine.scratch("srg.gather", n * enc).view(n, enc)
     codec.encode_into(partial, gathered[me])
     _move(engine, op, {p: [gathered[me]] for p in peers}, {p: gathered[p] for p in peers})
+    engine.finish(op)
     for i in range(n):
         codec.decode_into(gathered[i], chunk, result[i * chunk:(i + 1) * chunk])

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from tensorfabric.errors import InputError, TransferError
 from tensorfabric.transfer import nccl, nixl_ops, nixl_setup
 from tensorfabric.transfer.failures import to_transfer_error
+from tensorfabric.transfer.nixl_engine import settle_all
 from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
 
@@ -123,6 +124,7 @@ class Group:
     def _run(self, op: str, nbytes: int, start: Callable[[], Any], result: Callable[[], Any], async_op: bool,
              peer: int | None = None) -> Any:
         """Start a torch.distributed call, then either wait now or hand back a Handle; record either way."""
+        settle_all(op)  # a peer may still need this process to progress a NIXL engine (nixl_engine docstring)
         t0 = time.perf_counter()
         try:
             work = start()
@@ -396,6 +398,7 @@ class Group:
         table = [RankEntry(e.global_rank, e.local_rank, i, e.host, e.pid) for i, e in enumerate(entries)]
         pg = None
         if self.pg is not None and len(table) > 1:
+            settle_all("new_group")
             try:
                 pg = dist.new_group([e.global_rank for e in table], timeout=datetime.timedelta(seconds=self.timeout_s),
                                     backend=self.backend, use_local_synchronization=True, group_desc=name)
@@ -415,6 +418,7 @@ class Group:
         """Tear the process group down (the world group also ends torch.distributed)."""
         import torch.distributed as dist
 
+        settle_all("destroy")
         if self.nixl is not None:
             self.nixl.close()
             self.nixl = None

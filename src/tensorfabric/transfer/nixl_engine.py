@@ -20,16 +20,34 @@ Shape of one engine (one per :class:`~tensorfabric.transfer.group.Group` of two 
   by a standalone ``A<count>`` notification, so a blocked rank has always told everyone what it has freed.
 
 Notification format (bytes): ``D<seq>,<nbytes>,<acked>`` after a WRITE into slot ``seq % slots``;
+``I<seq>,<acked>,<payload>`` an inline message (the data rides in the notification, no slot);
 ``A<acked>`` credit only. ``acked`` counts the messages of the notified peer this rank has consumed.
 
-Why data never rides inside a notification, although over TCP that would be one one-way trip instead of
-three (a WRITE completes only after the target's acknowledgement, and NIXL sends its notification after
-that; measured in the 2x1gbit lab at 4 KiB: 45 µs inline vs 226 µs): a standalone notification
-(``genNotif``) leaves this process only while the sender keeps progressing its worker. A broadcast root or a
-sender that returns to compute (or to a Gloo barrier) would hold its peer until its next NIXL call - a
-deadlock before a torch collective. A WRITE's own notification is delivered without that (tested with a
-root that sleeps after posting, over shared memory and over the lab's TCP). Standalone credit
-notifications are only sent by a rank about to block, which keeps polling by definition.
+Why data rides inside a notification only in the bulk exchanges of the compressed collectives. Over TCP an
+inline message is one one-way trip where a WRITE is three: the WRITE completes only after the target's
+acknowledgement, NIXL sends its notification after that, and on a shaped link both the acknowledgement and
+the notification queue behind the data the ranks are sending each other (measured in the 2x1gbit lab at 4
+KiB: 45 µs inline vs 226 µs; a 576 KiB int8 all_reduce on 3x1gbit: 2.4-2.6 ms against 2.9-3.2 ms). But a
+standalone notification (``genNotif``) leaves this process only while the sender keeps progressing its
+worker (UCX's TCP transport keeps what the socket does not take at once in its own buffer): a sender that
+returns to compute, or to a torch collective, right after it could hold its peer until its next NIXL
+call - a deadlock before a torch collective. A WRITE's own notification is delivered without that (tested
+with a root that sleeps after posting, over shared memory and over the lab's TCP), so the small collectives
+of decode keep WRITEs. An engine that has sent or received inline messages is *unsettled*; three rules make
+that safe:
+
+* a rank blocked in any engine also progresses every unsettled engine and sends it the credit it owes, so
+  no wait of ours holds back a message a peer waits for;
+* before any torch.distributed call (:func:`settle_all`, called by every Group path that makes one, and at
+  teardown) each unsettled engine runs a closing handshake, after which each peer has consumed every
+  inline message and holds our credit for every message of its own. For each pair of ranks the lower one
+  sends its credit first; the higher one waits until all its inline messages are consumed and only then
+  sends its own credit, into a stream with nothing else in it (the same situation as a WRITE's
+  notification), and the lower one waits for that;
+* compute is finite, so a peer waiting for our message meanwhile waits at most until our next call.
+
+In the prefill loop the next layer's all_reduce carries the credit, so the handshake runs once, before the
+first torch collective after it.
 
 Failure: every wait is bounded by ``timeout_s``; a peer on this host whose process is gone is noticed within
 ``_LIVENESS_S`` and named; UCX errors on a transfer become TransferError. The backend runs with
@@ -59,7 +77,8 @@ if TYPE_CHECKING:
 
     from tensorfabric.transfer.records import RankEntry
 
-__all__ = ["DEFAULT_SLOTS", "ERROR_MODES", "NixlEngine", "available", "open_engine", "prepare_ucx_env"]
+__all__ = ["DEFAULT_SLOTS", "ERROR_MODES", "NixlEngine", "available", "open_engine", "prepare_ucx_env",
+           "settle_all"]
 
 DEFAULT_SLOTS = 8
 """Messages in flight per peer before a sender waits for credit: four collectives of recursive doubling or
@@ -118,7 +137,9 @@ class NixlEngine:
         self._credit = [0] * size     # of those, how many the peer has consumed (its last ack)
         self._taken = [0] * size      # messages consumed from each peer
         self._acked = [0] * size      # of those, how many we have told the peer about
-        self._arrived: list[dict[int, int]] = [{} for _ in range(size)]  # peer -> seq -> nbytes
+        # peer -> seq -> nbytes in its slot, or the payload of an inline message
+        self._arrived: list[dict[int, int | bytearray]] = [{} for _ in range(size)]
+        self._inline_upto = [0] * size  # per peer: 1 + the sequence number of our last inline message
         self._dlists: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._handles: dict[tuple[int, int, int], Any] = {}
         self._inflight: list[tuple[int, Any]] = []
@@ -134,12 +155,27 @@ class NixlEngine:
         """The directory of ``log_path`` when this (world) engine made it: removed at :meth:`close`."""
 
     # -- the two primitives -------------------------------------------------------------------------------
-    def put(self, peer: int, data: torch.Tensor | Sequence[torch.Tensor], op: str) -> None:
+    def put(self, peer: int, data: torch.Tensor | Sequence[torch.Tensor], op: str, inline: bool = False) -> None:
         """Write ``data`` (a contiguous CPU tensor, or several sent back to back as one message; at most
-        ``max_bytes`` in all) to ``peer``'s next slot."""
+        ``max_bytes`` in all) to ``peer``'s next slot; ``inline``: send it inside the notification instead,
+        which obliges this rank to end the exchange with :meth:`finish` (see the module docstring)."""
         seq = self._sent[peer]
         if seq - self._credit[peer] >= self.slots:
             self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
+        if inline:
+            parts = (data,) if not isinstance(data, (list, tuple)) else data
+            head = b"I%d,%d," % (seq, self._taken[peer])
+            self._acked[peer] = self._taken[peer]
+            try:
+                self.agent.send_notif(self._peers[peer], b"".join(
+                    [head, *(part.reshape(-1).view(_u8()).numpy().data for part in parts)]))
+            except Exception as exc:  # noqa: BLE001 -- nixl raises its own nixlBackendError/RuntimeError types
+                raise self._fail(op, peer, f"sending an inline message failed: {exc}") from exc
+            self._sent[peer] = seq + 1
+            self._inline_upto[peer] = seq + 1
+            _UNSETTLED.add(self)
+            self._progress(op)
+            return
         slot = seq % self.slots
         base = end = (peer * self.slots + slot) * self.max_bytes
         for part in (data,) if not isinstance(data, (list, tuple)) else data:
@@ -170,20 +206,51 @@ class NixlEngine:
             if seq not in self._arrived[peer]:
                 self._block(lambda: seq in self._arrived[peer], op, peer)
         else:
+            if self._credit[peer] < self._inline_upto[peer]:
+                self._poll()  # progresses the worker, which sends what our inline messages left queued
             self._progress(op)
-        n = self._arrived[peer].pop(seq)
+        got = self._arrived[peer].pop(seq)
+        if isinstance(got, bytearray):
+            import torch
+
+            return torch.frombuffer(got, dtype=torch.uint8)
         base = (peer * self.slots + seq % self.slots) * self.max_bytes
-        return self._recv[base:base + n]
+        return self._recv[base:base + got]
 
     def release(self, peer: int) -> None:
         self._taken[peer] += 1
 
     def finish(self, op: str) -> None:
-        """Drive this rank's own writes to completion (their notifications may already be delivered)."""
+        """Drive this rank's own writes to completion (their notifications may already be delivered). Inline
+        messages are left to :meth:`settle` (module docstring)."""
         while self._inflight:
             peer, handle = self._inflight.pop()
             self._settle(handle, op, peer)
 
+    def settle(self, op: str = "settle") -> None:
+        """The closing handshake after inline messages (module docstring): when it returns every peer has
+        consumed all our inline messages and knows of every message of its own we consumed. Collective over
+        the engine's ranks; a no-op on a settled engine."""
+        if self not in _UNSETTLED:
+            return
+        self.finish(op)
+        peers = [p for p, name in enumerate(self._peers) if name is not None]
+        lower = [p for p in peers if p < self.rank]
+        for p in peers:
+            if p > self.rank:
+                self._send_ack(p)
+
+        def done() -> bool:
+            for p in list(lower):
+                if self._credit[p] >= self._inline_upto[p]:
+                    self._send_ack(p)  # all ours consumed: nothing but this is left in the stream to p
+                    lower.remove(p)
+            return not lower and all(self._credit[p] >= self._inline_upto[p] for p in peers)
+
+        self._poll()
+        if not done():
+            self._block(done, op, next(iter(lower or peers)), acks=False)
+        _UNSETTLED.discard(self)
 
     def scratch(self, name: str, nbytes: int) -> torch.Tensor:
         """A uint8 buffer of ``nbytes`` kept under ``name`` for the next call: the compressed collectives run
@@ -254,20 +321,36 @@ class NixlEngine:
                 if kind == b"D":
                     seq, n, acked = (int(x) for x in msg[1:].split(b","))
                     self._arrived[peer][seq] = n
+                elif kind == b"I":
+                    first = msg.index(b",", 1)
+                    second = msg.index(b",", first + 1)
+                    seq, acked = int(msg[1:first]), int(msg[first + 1:second])
+                    self._arrived[peer][seq] = bytearray(memoryview(msg)[second + 1:])
+                    _UNSETTLED.add(self)  # the sender will settle, and wait for our credit
 
                 else:
                     acked = int(msg[1:])
                 self._credit[peer] = max(self._credit[peer], acked)
 
+    def _send_ack(self, peer: int) -> None:
+        if self._taken[peer] > self._acked[peer]:
+            self._acked[peer] = self._taken[peer]
+            self.agent.send_notif(self._peers[peer], b"A%d" % self._taken[peer])
+
     def _flush_acks(self) -> None:
         for peer, name in enumerate(self._peers):
-            if name is not None and self._taken[peer] > self._acked[peer]:
-                self._acked[peer] = self._taken[peer]
-                self.agent.send_notif(name, b"A%d" % self._taken[peer])
+            if name is not None:
+                self._send_ack(peer)
 
-    def _block(self, ready: Callable[[], bool], op: str, peer: int) -> None:
-        """Poll until ``ready()``; bounded by the timeout, watching the peer's process."""
-        self._flush_acks()
+    def _block(self, ready: Callable[[], bool], op: str, peer: int, acks: bool = True) -> None:
+        """Poll until ``ready()``; bounded by the timeout, watching the peer's process. ``acks``: first tell
+        every peer what we have consumed (a blocked rank must not hold credit back); the closing handshake
+        orders its credit itself. Other unsettled engines are progressed and owe no credit meanwhile."""
+        if acks:
+            self._flush_acks()
+        others = [e for e in _UNSETTLED if e is not self]
+        for e in others:
+            e._flush_acks()
         t0 = time.perf_counter()
         deadline = t0 + self.timeout_s
         next_check = t0 + _LIVENESS_S
@@ -275,6 +358,8 @@ class NixlEngine:
             while True:
                 self._poll()
                 self._progress(op)
+                for e in others:
+                    e._poll()
                 if ready():
                     return
                 now = time.perf_counter()
@@ -312,6 +397,7 @@ class NixlEngine:
 
     def close(self) -> None:
         """Release transfer handles and the agent's registrations (best effort: the peers may be gone)."""
+        _UNSETTLED.discard(self)
         for handle in self._handles.values():
             try:
                 handle.release()
@@ -324,6 +410,17 @@ class NixlEngine:
 
             shutil.rmtree(self.owned_dir, ignore_errors=True)
             self.owned_dir = None
+
+
+_UNSETTLED: set[NixlEngine] = set()
+"""This process's engines with inline messages not yet closed by a handshake (module docstring)."""
+
+
+def settle_all(op: str = "settle") -> None:
+    """Run the closing handshake on every unsettled engine of this process: call it before any
+    torch.distributed call (its peers do the same, so the handshakes meet)."""
+    for engine in sorted(_UNSETTLED, key=lambda e: e.group):
+        engine.settle(op)
 
 
 def read_ucx_log(log_path: str | None) -> str:
