@@ -57,8 +57,8 @@ def _window(parts: Sequence[torch.Tensor], lo: int, hi: int) -> list[torch.Tenso
 def _move(engine: NixlEngine, op: str, sources: dict[int, Sequence[torch.Tensor]],
           targets: dict[int, torch.Tensor]) -> None:
     """Send every peer p the concatenation of ``sources[p]`` and receive the same number of bytes from it
-    into ``targets[p]`` (flat uint8), in slot-sized inline messages (the engine's docstring says why and
-    what that obliges) with LAG pieces written ahead."""
+    into ``targets[p]`` (flat uint8), in slot-sized messages (inline where the engine's ``inline_bulk``
+    says so: its docstring says why and what that obliges) with LAG pieces written ahead."""
     each = targets[next(iter(targets))].numel()
     step = engine.max_bytes
     pieces = [(lo, min(each, lo + step)) for lo in range(0, each, step)]
@@ -69,7 +69,7 @@ def _move(engine: NixlEngine, op: str, sources: dict[int, Sequence[torch.Tensor]
             if k < len(pieces):
                 lo, hi = pieces[k]
                 for p, parts in sources.items():
-                    engine.put(p, _window(parts, lo, hi), op, inline=True)
+                    engine.put(p, _window(parts, lo, hi), op, inline=engine.inline_bulk)
             if k >= lag:
                 lo, hi = pieces[k - lag]
                 for p, target in targets.items():
