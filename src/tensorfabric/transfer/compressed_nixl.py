@@ -9,9 +9,9 @@ collectives over NIXL", has the measurement). The bytes moved are the same, so t
 those of the Gloo route (tests/transfer check it).
 
 The n > 2 all_reduce (:func:`scatter_reduce_gather`) also spends less CPU per call than the algorithm's
-plain statement, because on three ranks sharing two cores the int8 prefill all_reduce is CPU-bound (each
-rank burns about 1.9 ms of CPU per 3 ms call): one encode covers every peer's chunk, the parts of that
-encoding are written straight from it, and the buffers are kept from call to call.
+plain statement, because on three ranks sharing two cores the int8 prefill all_reduce is CPU-bound (in the
+3x1gbit lab each rank burned about 1.9 ms of CPU per 3 ms call): one encode covers every peer's chunk, the
+parts of that encoding are written straight from it, and the buffers are kept from call to call.
 
 Credit. A rank writes piece k to every peer, then consumes piece k - LAG from every peer. Each rank runs
 the same schedule, so in lockstep a peer holds at most LAG + 1 of our unconsumed pieces, which is below the

@@ -37,8 +37,8 @@ with a root that sleeps after posting, over shared memory and over the lab's TCP
 of decode keep WRITEs. An engine that has sent or received inline messages is *unsettled*; three rules make
 that safe:
 
-* a rank blocked in any engine also progresses every unsettled engine and sends it the credit it owes, so
-  no wait of ours holds back a message a peer waits for;
+* a rank blocked in any engine also progresses every unsettled engine, so no wait of ours holds back inline
+  bytes a peer waits for;
 * before any torch.distributed call (:func:`settle_all`, called by every Group path that makes one, and at
   teardown) each unsettled engine runs a closing handshake with every peer it exchanged inline messages
   with, after which that peer has consumed them and holds our credit. Per pair the lower rank sends its
@@ -169,7 +169,7 @@ class NixlEngine:
     def put(self, peer: int, data: torch.Tensor | Sequence[torch.Tensor], op: str, inline: bool = False) -> None:
         """Write ``data`` (a contiguous CPU tensor, or several sent back to back as one message; at most
         ``max_bytes`` in all) to ``peer``'s next slot; ``inline``: send it inside the notification instead,
-        which obliges this rank to end the exchange with :meth:`finish` (see the module docstring)."""
+        which leaves the engine unsettled until :meth:`settle` (:func:`settle_all`; module docstring)."""
         seq = self._sent[peer]
         if seq - self._credit[peer] >= self.slots:
             self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
