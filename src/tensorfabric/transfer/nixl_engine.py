@@ -173,15 +173,12 @@ class NixlEngine:
         seq = self._sent[peer]
         if seq - self._credit[peer] >= self.slots:
             self._block(lambda: seq - self._credit[peer] < self.slots, op, peer)
+        parts = (data,) if not isinstance(data, (list, tuple)) else data
         if inline:
-            parts = (data,) if not isinstance(data, (list, tuple)) else data
             head = b"I%d,%d," % (seq, self._taken[peer])
             self._acked[peer] = self._taken[peer]
-            try:
-                self.agent.send_notif(self._peers[peer], b"".join(
-                    [head, *(part.reshape(-1).view(_u8()).numpy().data for part in parts)]))
-            except Exception as exc:  # noqa: BLE001 -- nixl raises its own nixlBackendError/RuntimeError types
-                raise self._fail(op, peer, f"sending an inline message failed: {exc}") from exc
+            self._notify(peer, b"".join([head, *(part.reshape(-1).view(_u8()).numpy().data for part in parts)]),
+                         op, "an inline message")
             self._sent[peer] = seq + 1
             self._inline_upto[peer] = seq + 1
             self._inline_with.add(peer)
@@ -190,7 +187,7 @@ class NixlEngine:
             return
         slot = seq % self.slots
         base = end = (peer * self.slots + slot) * self.max_bytes
-        for part in (data,) if not isinstance(data, (list, tuple)) else data:
+        for part in parts:
             src = part.reshape(-1).view(_u8())
             self._send[end:end + src.numel()].copy_(src)
             end += src.numel()
@@ -264,7 +261,6 @@ class NixlEngine:
                     lower.remove(p)
             return not lower and all(self._settled[p] >= self._round[p] for p in pairs)
 
-        self._poll()
         if not done():
             self._block(done, op, pairs[0], acks=False)
         self._inline_with.clear()
@@ -272,10 +268,13 @@ class NixlEngine:
 
     def _send_settle(self, peer: int, op: str) -> None:
         self._acked[peer] = self._taken[peer]
+        self._notify(peer, b"S%d" % self._taken[peer], op, "the closing handshake")
+
+    def _notify(self, peer: int, msg: bytes, op: str, what: str) -> None:
         try:
-            self.agent.send_notif(self._peers[peer], b"S%d" % self._taken[peer])
+            self.agent.send_notif(self._peers[peer], msg)
         except Exception as exc:  # noqa: BLE001 -- nixl raises its own nixlBackendError/RuntimeError types
-            raise self._fail(op, peer, f"sending the closing handshake failed: {exc}") from exc
+            raise self._fail(op, peer, f"sending {what} failed: {exc}") from exc
 
     def scratch(self, name: str, nbytes: int) -> torch.Tensor:
         """A uint8 buffer of ``nbytes`` kept under ``name`` for the next call: the compressed collectives run
@@ -363,10 +362,7 @@ class NixlEngine:
     def _send_ack(self, peer: int) -> None:
         if self._taken[peer] > self._acked[peer]:
             self._acked[peer] = self._taken[peer]
-            try:
-                self.agent.send_notif(self._peers[peer], b"A%d" % self._taken[peer])
-            except Exception as exc:  # noqa: BLE001 -- nixl raises its own nixlBackendError/RuntimeError types
-                raise self._fail("credit", peer, f"sending credit failed: {exc}") from exc
+            self._notify(peer, b"A%d" % self._taken[peer], "credit", "credit")
 
     def _flush_acks(self) -> None:
         for peer, name in enumerate(self._peers):

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TINY", "BlockCodec", "float32_view", "store_float32"]
+__all__ = ["TINY", "BlockCodec", "float32_view"]
 
 _SCALE_BYTES = 4  # one float32 scale per block
 TINY = 2.0**-126  # smallest normal float32: a smaller scale would overflow its inverse
 _BELOW_TINY = 2.0**-126 - 2.0**-149  # the float32 just below TINY: ``x > _BELOW_TINY`` is ``x >= TINY``
 
 
-def store_float32(raw: torch.Tensor, values: torch.Tensor) -> None:
+def _store_float32(raw: torch.Tensor, values: torch.Tensor) -> None:
     """Write float32 ``values`` into the uint8 bytes ``raw``, through a float32 view where ``raw`` is 4-byte
     aligned (one cast-free copy) and byte for byte where it is not (e.g. the scales after an odd payload)."""
     import torch
@@ -63,7 +63,7 @@ class BlockCodec:
     def encoded_nbytes(self, numel: int) -> int:
         """Exact wire size of ``numel`` elements (a multiple of ``block``): payload + scales."""
         assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
-        return self.payload_nbytes(numel) + numel // self.block * _SCALE_BYTES
+        return numel // self.block * sum(self.layout())
 
     def layout(self) -> tuple[int, ...]:
         """Bytes per block of each section of an encoding, in order (``[payload | scales]`` here); an encoding
@@ -113,7 +113,7 @@ class BlockCodec:
         # too.
         torch.threshold_(scales, _BELOW_TINY, 0.0)
         split = self.payload_nbytes(numel)
-        store_float32(out[split:], scales)
+        _store_float32(out[split:], scales)
         inv = torch.reciprocal(scales).nan_to_num_(0.0, 0.0, 0.0)
         self._quantize_into(torch.mul(blocks, inv, out=scratch), out[:split])
 

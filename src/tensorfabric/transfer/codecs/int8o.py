@@ -54,18 +54,13 @@ class Int8OutlierCodec(BlockCodec):
 
         return torch.arange(self.block, dtype=torch.float32, device=device).view(1, -1)
 
-    def encoded_nbytes(self, numel: int) -> int:
-        assert numel % self.block == 0, f"numel {numel} is not a multiple of block {self.block}"
-        return numel + numel // self.block * 9
-
     def layout(self) -> tuple[int, ...]:
         return (self.block, 4, 4, 1)
 
     def _sections(self, data: torch.Tensor, numel: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                                                    torch.Tensor]:
-        nb = numel // self.block
-        a, b, c = numel, numel + 4 * nb, numel + 8 * nb
-        return data[:a], data[a:b], data[b:c], data[c:c + nb]
+        levels, scales, outliers, index = self.element_range(data, numel, 0, numel)
+        return levels, scales, outliers, index
 
     def encode_into(self, x: torch.Tensor, out: torch.Tensor) -> None:
         import torch
