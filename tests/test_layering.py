@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tensorfabric"
-BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals"}
+BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals", "intake"}
 NO_TORCH = {"fabric", "sim", "host", "telemetry", "lab"}
 
 
