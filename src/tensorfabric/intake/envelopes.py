@@ -149,6 +149,9 @@ _RAY = re.compile(r"\((?:[\w.-]{1,128}(?: [\w.-]{1,128})?[ ,] ?)?(?:rank=(\d{1,6
                   r"(?:,? ip=([0-9A-Fa-f.:]{1,45}))?(?:,? node=[\w.-]{1,128})?\)(?: |$)")
 
 
+_RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
+
+
 def _ray(line: str) -> Stripped:
     if not line.startswith("("):
         return None
@@ -156,10 +159,15 @@ def _ray(line: str) -> Stripped:
     if match is None:
         return None
     origin = match[3] or (f"rank{match[1]}" if match[1] else f"pid {match[2]}")
-    return line[match.end():], origin
+    rest = line[match.end():]
+    # Ray's log deduplication appends a count to a line it folded: the line itself is the same
+    if rest.endswith("across cluster]"):
+        rest = _RAY_REPEATED.sub("", rest)
+    return rest, origin
 
 
-_MPIRUN = re.compile(r"\[\d{1,6},(\d{1,6})\]<(?:stdout|stderr)>:")
+# Open MPI's --tag-output; PRRTE (Open MPI 5) puts the session before the job and a space after the colon
+_MPIRUN = re.compile(r"\[([\w.-]{1,128}@)?\d{1,6},(\d{1,6})\]<(?:stdout|stderr)>:")
 _TORCHRUN = re.compile(r"\[(?:rank|default)(\d{1,6})\]:")
 _KUBECTL = re.compile(r"\[pod/([\w.-]{1,253})/[\w.-]{1,253}\] ")
 
@@ -168,7 +176,8 @@ def _bracket_tag(line: str) -> Stripped:
     if not line.startswith("["):
         return None
     if (m := _MPIRUN.match(line)) is not None:
-        return line[m.end():], f"rank{m[1]}"
+        end = m.end() + (1 if m[1] and line[m.end():m.end() + 1] == " " else 0)
+        return line[end:], f"rank{m[2]}"
     if (m := _TORCHRUN.match(line)) is not None:
         return line[m.end():], f"rank{m[1]}"
     if (m := _KUBECTL.match(line)) is not None:
@@ -221,6 +230,7 @@ def _hostlike(names: Sequence[str]) -> bool:
 
 
 PREFIXES: tuple[Prefix, ...] = (
+    Prefix("rank tags", re.compile(r"\[(\d{1,6})\] "), lambda m: f"rank{m[1]}", lambda names: True),
     Prefix("pdsh prefix", re.compile(r"([A-Za-z][\w.-]{0,252}): "), lambda m: m[1], _hostlike),
     Prefix("srun -l prefix", re.compile(r" {0,6}(\d{1,6}): "), lambda m: f"task {m[1]}", lambda names: True),
 )
