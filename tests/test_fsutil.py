@@ -104,3 +104,31 @@ def test_atomic_write_json_is_indented_with_a_final_newline_and_makes_parents(tm
     atomic_write_json(target, {"a": [1, 2]})
     text = target.read_text()
     assert text.endswith("}\n") and "\n  " in text and json.loads(text) == {"a": [1, 2]}
+
+
+def test_read_input_takes_regular_files_and_refuses_streams_before_opening_them(tmp_path: Path) -> None:
+    import io
+    import time
+
+    from tensorfabric.errors import InputError
+    from tensorfabric.fsutil import read_input
+
+    good = tmp_path / "log.txt"
+    good.write_bytes(b"NCCL INFO x\n")
+    assert read_input(good, "NCCL log") == b"NCCL INFO x\n"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    kinds = ((fifo, r"a FIFO \(named pipe\)"), ("/dev/zero", "a character device"), (tmp_path, "a directory"))
+    for path, kind in kinds:
+        with pytest.raises(InputError, match=f"is {kind}, not a regular file") as info:
+            read_input(path, "NCCL log")
+        assert "\n" not in str(info.value)
+    assert time.monotonic() - start < 5  # a FIFO without a writer must not block (a hang bound, not a speed claim)
+    with pytest.raises(InputError, match="at most 4 are read"):
+        read_input(good, "NCCL log", max_bytes=4)
+    with pytest.raises(InputError, match="cannot be read: No such file"):
+        read_input(tmp_path / "missing", "NCCL log")
+    assert read_input("-", "NCCL log", stdin=io.BytesIO(b"pasted")) == b"pasted"
+    with pytest.raises(InputError, match="standard input is over 3 bytes"):
+        read_input("-", "NCCL log", max_bytes=3, stdin=io.BytesIO(b"pasted"))

@@ -15,21 +15,68 @@ from __future__ import annotations
 import glob
 import io
 import os
+import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from tensorfabric.errors import InputError
 
-__all__ = ["SCRATCH_ENV", "SysfsRoot", "atomic_write_bytes", "atomic_write_figure", "atomic_write_text",
-           "current_umask", "figure_png", "locate_sysfs", "write_files"]
+__all__ = ["MAX_INPUT_BYTES", "SCRATCH_ENV", "SysfsRoot", "atomic_write_bytes", "atomic_write_figure",
+           "atomic_write_text", "current_umask", "figure_png", "locate_sysfs", "read_input", "write_files"]
 
 
 SCRATCH_ENV = "TENSORFABRIC_SCRATCH"
 """Environment variable naming a launcher's temporary directory, set for the ranks it starts: a rank keeps its
 scratch files (UCX logs) there, so they go with the launcher's directory even when the rank is killed."""
+
+
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+"""Largest file a reader takes. A day of NCCL INFO from 64 ranks is tens of MB; more is an endless stream (/dev/zero, a
+log that is still being written) or the wrong file, and reading it whole would only end in running out of memory."""
+
+_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_input(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_INPUT_BYTES,
+               stdin: BinaryIO | None = None) -> bytes:
+    """The bytes of a file the user named, or InputError in one line.
+
+    Only regular files are opened: a FIFO with no writer would block for ever and a device such as /dev/zero never
+    ends, so both are refused from ``stat`` before any open. ``-`` reads ``stdin`` (a paste piped in), bounded by the
+    same cap. The open itself is non-blocking, so a file swapped for a FIFO after the check cannot hang the read.
+    """
+    name = os.fspath(path)
+    if name == "-" and stdin is not None:
+        data = stdin.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(f"{what} on standard input is over {max_bytes} bytes; save the part you need to a file")
+        return data
+    try:
+        info = os.stat(name)
+    except OSError as exc:
+        raise InputError(f"{what} {name!r} cannot be read: {exc.strerror or exc}; pass a readable file") from None
+    kind = next((label for test, label in _KINDS if test(info.st_mode)), None)
+    if kind is not None:
+        raise InputError(f"{what} {name!r} is {kind}, not a regular file; save the output to a file and pass that")
+    if info.st_size > max_bytes:
+        raise InputError(f"{what} {name!r} is {info.st_size} bytes; at most {max_bytes} are read (pass the part of "
+                         "it you need)")
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(f"{what} {name!r} cannot be read: {exc.strerror or exc}; pass a readable file") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{what} {name!r} is not a regular file; save the output to a file and pass that")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {name!r} grew past {max_bytes} bytes while being read; pass a finished file")
+    return data
 
 
 _SYSFS_FORMS = ("accepted: '/' or a capture holding sys/ (ROOT/sys/class/...), or '/sys' or a capture's sys/ "

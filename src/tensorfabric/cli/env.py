@@ -16,7 +16,6 @@ import click
 
 from tensorfabric import roce
 from tensorfabric.cli._options import fabric_option, json_option
-from tensorfabric.errors import InputError
 
 __all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
 
@@ -45,11 +44,10 @@ def plan_from_spec(path: str | None, *, roce_dscp: int | None = None) -> HostPla
 
 
 def read_text_file(path: str, what: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise InputError(f"{what} {path!r} cannot be read: {exc.strerror or exc}; pass a readable file") from None
+    """The one gate for a file the user names (regular files only, bounded; ``-`` is standard input)."""
+    from tensorfabric.fsutil import read_input
+
+    return read_input(path, what, stdin=sys.stdin.buffer)
 
 
 def _sh(name: str, value: str) -> str:
@@ -76,7 +74,7 @@ def _dotenv(name: str, value: str) -> str:
 @click.option("--rail-optimized", is_flag=True, help="Rail-optimized fabric: NCCL_CROSS_NIC=0.")
 @click.option("--require-rdma", is_flag=True, help="Add NCCL_NET=IB so a socket fallback fails init.")
 @click.option("--gids", "gids_path", default=None, metavar="FILE",
-              help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to choose GID indices from.")
+              help="Captured GID tables (show_gids, ibv_devinfo -v, sysfs gids) to choose GID indices from.")
 def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, explain: bool, nccl_version: str | None,
         roce_dscp: int | None, rail_optimized: bool, require_rdma: bool, gids_path: str | None) -> int:
     """Print the NCCL environment for this host (eval "$(tensorfabric env)").
