@@ -35,8 +35,11 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
     """``--links FILE``: a YAML/JSON list of ``"dev:port dev:port"`` strings or ``[a, b]`` pairs."""
     if path is None:
         return ()
+    from tensorfabric.fsutil import read_input
+
+    raw = read_input(path, "--links")
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml.safe_load(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError(f"--links {path!r}: not UTF-8 text (byte {exc.start}); give a YAML or JSON list of "
                          "links such as 'leaf0:Ethernet0 h0:1'") from None

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fabric.spec import FabricSpec
 from tensorfabric.fabric.spec_types import UNIT_PREFIX
+from tensorfabric.fsutil import read_input
 
 __all__ = ["field_path", "load", "load_text", "validate"]
 
@@ -133,10 +134,12 @@ def load_text(text: str, *, source: str = "<spec>", base_dir: Path | None = None
 
 def load(path: str | Path) -> FabricSpec:
     target = Path(path)
+    if not target.exists() and not target.is_symlink():
+        raise InputError(f"spec: {str(target)!r} does not exist; give a YAML fabric spec file")
+    data = read_input(target, "spec")
     try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"spec: {str(target)!r} does not exist; give a YAML fabric spec file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"spec: {str(target)!r} cannot be read ({exc})") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"spec: {str(target)!r} is not UTF-8 text (byte {exc.start}); give a YAML fabric spec "
+                         "file") from None
     return load_text(text, source=str(target), base_dir=target.parent)
