@@ -81,3 +81,20 @@ def test_sigterm_in_process_exits_143(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert main(["fabric", "init"]) == 143
     assert "terminated by SIGTERM" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_piped_output_never_folds_a_token_at_80_columns() -> None:
+    """A CI log or `| tee`: every rule id and subject printed whole, so it can be pasted into --rule."""
+    import json
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "tensorfabric", "fabric", "lint", "--fabric",
+            str(root / "examples" / "fabric-dscp-mismatch.yaml")]
+    env = {**os.environ, "COLUMNS": "80"}
+    human = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    machine = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60, env=env)
+    findings = json.loads(machine.stdout)["findings"]
+    assert human.returncode == 1 and findings
+    for finding in findings:
+        assert finding["rule"] in human.stdout and finding["subject"] in human.stdout

@@ -58,9 +58,17 @@ def choice_error(what: str, value: str, accepted: Sequence[str]) -> InputError:
     return InputError(f"{what}: {value!r} is not one of {', '.join(accepted)}")
 
 
+PIPE_WIDTH = 10_000
+"""Console width when output is not a terminal (a CI log, ``| tee``, ``ssh host cmd``): wide enough that no table
+cell is folded, so a rule id, a command in the fix column or a sysfs path can be pasted back whole."""
+
+
 def console(stream: TextIO | None = None) -> Console:
-    """A rich console on stdout (or ``stream``) for human output."""
-    return Console(file=stream or sys.stdout, highlight=False, soft_wrap=False)
+    """A rich console on stdout (or ``stream``) for human output; unbounded width when it is not a terminal."""
+    out = stream or sys.stdout
+    isatty = getattr(out, "isatty", None)
+    wide = None if callable(isatty) and isatty() else PIPE_WIDTH
+    return Console(file=out, highlight=False, soft_wrap=False, width=wide)
 
 
 def emit_json(obj: Any, stream: TextIO | None = None) -> None:
