@@ -174,3 +174,34 @@ def test_engine_nixl_without_the_wheel_is_input_error(monkeypatch: pytest.Monkey
     assert _want_nixl("auto", "gloo", 2) is False and _want_nixl("nixl", "gloo", 1) is False
     with pytest.raises(InputError, match="'ucx'"):
         _want_nixl("ucx", "gloo", 2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_nccl_tests_short_flags_pass_through_torchrun_without_a_double_dash(tmp_path: Path) -> None:
+    """`torchrun ... -m tensorfabric bench --max 1M` stops in torchrun's parser (ambiguous with --max-restarts);
+    nccl-tests' own short flags go through, and -c 0 reports #wrong as N/A as nccl-tests does."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "GLOO_", "TENSORFABRIC_"))}
+    with socket.socket() as probe:  # torchrun's --master-port 0 is not "any port": each rank would wait on its own
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [torchrun, "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(port), "-m",
+            "tensorfabric", "bench",
+            "-b", "8", "-e", "1K", "-f", "4", "-n", "2", "-w", "1", "-c", "0"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=110, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [8, 32, 128, 512] and all(r[-1] == "N/A" for r in rows)
+    assert "# Out of bounds values : N/A" in out.stdout
+
+
+def test_check_off_reports_wrong_as_not_applicable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "-b", "8", "-e", "64", "-n", "1", "-w", "0", "-c", "0", "--json"]) == 0
+    assert all(row["wrong"] is None for row in json.loads(capsys.readouterr().out)["rows"])

@@ -81,14 +81,16 @@ def _header(result: Any, config: Any) -> list[str]:
 
 def _row_line(r: Any) -> str:
     line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
-            f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {r.wrong:>6}")
+            f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {'N/A' if r.wrong is None else r.wrong:>6}")
     if r.wire_bytes is not None:
-        line += f"  {r.wire_bytes:>12}  {r.max_error:>9.2e}"
+        line += f"  {r.wire_bytes:>12}  {'N/A' if r.max_error is None else format(r.max_error, '9.2e'):>9}"
     return line
 
 
 def _footer(result: Any) -> list[str]:
-    return [f"# Out of bounds values : {result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}",
+    checked = all(r.wrong is not None for r in result.rows)
+    verdict = f"{result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}" if checked else "N/A (not checked: -c 0)"
+    return [f"# Out of bounds values : {verdict}",
             f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
 
 
@@ -160,26 +162,38 @@ def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "
 
 @click.command(name="bench", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--op", type=click.Choice(OPS), default="all_reduce", show_default=True, help="Collective to sweep.")
-@click.option("--min", "min_bytes", type=SIZE, default="8", show_default=True, help="Smallest size (bytes).")
-@click.option("--max", "max_bytes", type=SIZE, default="32M", show_default=True,
+# nccl-tests' short flags (-b -e -f -g -n -w -c) as well: torchrun's own parser takes `--max` for an abbreviation
+# of its `--max-restarts` and stops, while single-letter flags it does not define pass through to the module
+@click.option("-b", "--min", "min_bytes", type=SIZE, default="8", show_default=True, help="Smallest size (bytes).")
+@click.option("-e", "--max", "max_bytes", type=SIZE, default="32M", show_default=True,
               help="Largest size (32M keeps a 2-core machine under a minute; nccl-tests users pass 128M).")
-@click.option("--factor", type=count(2, 1024), default=2, show_default=True, help="Size multiplier.")
-@click.option("--warmup", type=count(0, 100_000), default=5, show_default=True, help="Warm-up iterations.")
-@click.option("--iters", type=count(1, 1_000_000), default=20, show_default=True, help="Timed iterations.")
+@click.option("-f", "--factor", type=count(2, 1024), default=2, show_default=True, help="Size multiplier.")
+@click.option("-w", "--warmup", type=count(0, 100_000), default=5, show_default=True, help="Warm-up iterations.")
+@click.option("-n", "--iters", type=count(1, 1_000_000), default=20, show_default=True, help="Timed iterations.")
+@click.option("-c", "--check", type=click.IntRange(0, 1), default=1, show_default=True,
+              help="Verify every result (1) or not (0; #wrong shows N/A), as nccl-tests' -c.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @codec_option("Bench the compressed path with this codec.")
 @click.option("--block", type=count(2, 1 << 20), default=64, show_default=True, help="Codec block size (even).")
-@click.option("--nproc", type=count(1, 1024), default=1, show_default=True,
-              help="Spawn this many local ranks (ignored under torchrun).")
+@click.option("-g", "--nproc", type=count(1, 1024), default=1, show_default=True,
+              help="Spawn this many local ranks (ignored under torchrun); nccl-tests' -g.")
 @lab_options("needs root")
 @timeout_option("120s", "How long any collective may take before it fails, e.g. 120s or 5min.")
 @engine_options("tensors up to 64 KiB")
 @json_option("Print one JSON object instead of the table.")
 @click.option("--plot", type=OUTPUT_FILE, default=None, help="Write busbw vs size to FILE.png.")
-def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int, dtype: str,
+def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int, check: int, dtype: str,
         codec: str | None, block: int, nproc: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
         engine: str, require_rdma: bool, as_json: bool, plot: str | None) -> int:
-    """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style."""
+    """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style.
+
+    \b
+    Under a launcher, use nccl-tests' short flags (torchrun mistakes --max for its --max-restarts):
+      torchrun --nnodes 2 --nproc-per-node 1 --node-rank $NODE_RANK --master-addr $HEAD \\
+          --master-port 29500 -m tensorfabric bench -b 8 -e 128M -f 2
+      srun --nodes 2 --ntasks-per-node 1 bash -c 'torchrun --nnodes 2 --nproc-per-node 1 \\
+          --node-rank $SLURM_NODEID --master-addr $HEAD --master-port 29500 -m tensorfabric bench -b 8 -e 128M'
+    """
     from dataclasses import replace
 
     from tensorfabric.transfer.bench import BenchConfig
@@ -187,7 +201,7 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
-                         iters=iters, dtype=dtype, codec=codec, block=block)
+                         iters=iters, dtype=dtype, codec=codec, block=block, check=bool(check))
     configs = [config]
     if plot is not None and config.codec is not None:
         # The overlay needs the uncompressed curve from the same machine and setup.
