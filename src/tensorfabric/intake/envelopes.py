@@ -89,7 +89,7 @@ def _json(line: str) -> Stripped:
 _ISO = (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?"
         r"(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?")
 # one separator only: what follows may be indented content (an ibv_devinfo line starts with a tab)
-_ISO_LEAD = re.compile(_ISO + r"(?:[ \t](?:[|-] )?|$)")
+_ISO_LEAD = re.compile(_ISO + r"(?:[ \t](?:- )?|$)")
 _TIME_LEAD = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[ \t]|$)")
 _BRACKETED = re.compile(r"\[(?:" + _ISO + r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})?|\s*\d+\.\d+)"
                         r"(?: (?:DP\d+ )?(?:PP\d+ )?(TP\d+))?\] ?")

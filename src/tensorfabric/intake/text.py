@@ -174,8 +174,10 @@ def _prompt(text: str, hash_prompts: bool) -> tuple[str, str] | None:
         if match is None:
             return None
         program = match[2].rsplit("/", 1)[-1]
-        if program not in _KNOWN_COMMANDS and not any(c in program for c in "_-.") and not match[1].startswith(
-                ("./", "/", "sudo ")):
+        # tool output starts lines with "# word" too ("# nccl-tests version 2.19.6"): only a known program, a
+        # benchmark binary or a path reads as a root prompt
+        if program not in _KNOWN_COMMANDS and not program.endswith(("_perf", "_test", ".sh", ".py")) and \
+                not match[1].startswith(("./", "/", "sudo ")):
             return None
         return match[1].strip(), ""
     if "@" in text[:130]:
