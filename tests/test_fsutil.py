@@ -132,3 +132,15 @@ def test_read_input_takes_regular_files_and_refuses_streams_before_opening_them(
     assert read_input("-", "NCCL log", stdin=io.BytesIO(b"pasted")) == b"pasted"
     with pytest.raises(InputError, match="standard input is over 3 bytes"):
         read_input("-", "NCCL log", max_bytes=3, stdin=io.BytesIO(b"pasted"))
+
+
+def test_write_files_clears_a_dead_writers_temporaries_with_one_listing(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".a.conf.{dead.pid}.k2j4h5g6.tmp"
+    stale.write_text("half")
+    unrelated = tmp_path / f".notes.txt.{dead.pid}.k2j4h5g6.tmp"  # not one of the files being written: kept
+    unrelated.write_text("mine")
+    write_files([(tmp_path / "a.conf", "x", None), (tmp_path / "b.conf", "y", None)])
+    assert not stale.exists() and unrelated.exists()
+    assert (tmp_path / "a.conf").read_text() == "x" and (tmp_path / "b.conf").read_text() == "y"
