@@ -64,14 +64,16 @@ def _paste(size: int) -> str:
 
 
 def _readers() -> dict[str, Callable[[str], object]]:
-    """The readers of #26 that exist in this tree (each reads the whole paste through the intake)."""
-    found: dict[str, Callable[[str], object]] = {}
-    try:
-        from tensorfabric.host.nccl_log import parse_nccl_log
-        found["nccl_log"] = lambda text: parse_nccl_log(text, source="bench")
-    except ImportError:
-        pass
-    return found
+    """The readers of user pastes (issue 26), each reading the whole paste through the intake."""
+    from tensorfabric.host.gid_capture import parse_gid_capture
+    from tensorfabric.host.nccl_log import parse_nccl_log
+    from tensorfabric.host.nccl_tests import parse_nccl_tests
+    from tensorfabric.host.ucx_report import parse_ucx_report
+
+    return {"nccl_log": lambda text: parse_nccl_log(text, source="bench"),
+            "ucx_log": lambda text: parse_ucx_report(text, source="bench"),
+            "gid_table": lambda text: parse_gid_capture(text, source="bench"),
+            "nccl_tests": lambda text: parse_nccl_tests(text, source="bench")}
 
 
 def _safely(fn: Callable[[str], object], text: str) -> Callable[[], object]:
@@ -93,7 +95,7 @@ def main() -> None:
     for mb in sizes:
         text = _paste(int(mb * MB))
         row = {"mb": round(len(text) / MB, 2), "lines": text.count("\n"),
-               "splitlines_s": _best(text.splitlines, 1), "normalise_s": _best(lambda: normalise(text), 1)}
+               "splitlines_s": _best(text.splitlines, 1), "normalise_s": _best(_safely(normalise, text), 1)}
         for name, read in readers.items():
             row[f"{name}_s"] = _best(_safely(read, text), 1)
         rows.append(row)
@@ -104,11 +106,11 @@ def main() -> None:
         line = fill * (10 * MB // len(fill))
         text = base + line + "\n" + base
         long_rows.append({"shape": shape, "splitlines_s": _best(text.splitlines),
-                          "normalise_s": _best(lambda: normalise(text))})
+                          "normalise_s": _best(_safely(normalise, text))})
         near = (fill * (MAX_LINE_CHARS // len(fill)))[: MAX_LINE_CHARS - 1]
         many = (near + "\n") * (10 * MB // len(near))
         limit_rows.append({"shape": shape, "splitlines_s": _best(many.splitlines, 1),
-                           "normalise_s": _best(_safely(lambda t: normalise(t), many), 1)})
+                           "normalise_s": _best(_safely(normalise, many), 1)})
         print(shape, long_rows[-1]["normalise_s"], limit_rows[-1]["normalise_s"])
     result = {"machine": platform.machine(), "python": platform.python_version(), "max_line_chars": MAX_LINE_CHARS,
               "sizes": rows, "hostile_10mb_line": long_rows, "hostile_lines_at_limit_10mb": limit_rows,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 __all__ = ["Envelope", "Prefix", "UNAMBIGUOUS", "dominant_prefix", "is_elision", "strip_emphasis", "unwrap"]
@@ -205,7 +205,7 @@ def unwrap(line: str, counts: dict[str, int]) -> tuple[str, str]:
             stripped = envelope.strip(line)
             if stripped is not None:
                 line, named = stripped
-                origin = origin or named
+                origin = named or origin  # the innermost envelope names the most specific origin
                 counts[envelope.name] = counts.get(envelope.name, 0) + 1
                 break
         else:
@@ -220,26 +220,30 @@ class Prefix:
     name: str
     pattern: re.Pattern[str]
     origin: Callable[[re.Match[str]], str]
-    accept: Callable[[Sequence[str]], bool]
+    name_ok: Callable[[str], bool]
+    """Whether the captured name can be this envelope's (a pdsh host carries a digit; "Update: " is prose)."""
+
+    def strip(self, line: str) -> re.Match[str] | None:
+        match = self.pattern.match(line)
+        return match if match is not None and self.name_ok(match[1]) else None
 
 
-def _hostlike(names: Sequence[str]) -> bool:
-    # YAML and ibv_devinfo keys look like "name: value" too; host names of a fleet carry a digit and are few
-    distinct = set(names)
-    return len(distinct) <= 64 and all(any(c.isdigit() for c in n) for n in distinct)
+def _hostlike(name: str) -> bool:
+    # YAML and ibv_devinfo keys look like "name: value" too; the host names of a fleet carry a digit
+    return any(c.isdigit() for c in name)
 
 
 PREFIXES: tuple[Prefix, ...] = (
-    Prefix("rank tags", re.compile(r"\[(\d{1,6})\] "), lambda m: f"rank{m[1]}", lambda names: True),
+    Prefix("rank tags", re.compile(r"\[(\d{1,6})\] "), lambda m: f"rank{m[1]}", lambda name: True),
     Prefix("pdsh prefix", re.compile(r"([A-Za-z][\w.-]{0,252}): "), lambda m: m[1], _hostlike),
-    Prefix("srun -l prefix", re.compile(r" {0,6}(\d{1,6}): "), lambda m: f"task {m[1]}", lambda names: True),
+    Prefix("srun -l prefix", re.compile(r" {0,6}(\d{1,6}): "), lambda m: f"task {m[1]}", lambda name: True),
 )
 DOMINANT_SHARE = 0.6
 """Share of a paste's non-blank lines that must carry an ambiguous prefix for it to be taken as an envelope."""
 
 
 def dominant_prefix(lines: Iterable[str], exclude: Collection[str] = ()) -> Prefix | None:
-    """The ambiguous prefix carried by most non-blank lines (at least two), if any."""
+    """The ambiguous prefix carried by most non-blank lines (at least two, naming at most 64 origins), if any."""
     total = 0
     candidates = [p for p in PREFIXES if p.name not in exclude]
     seen: dict[str, list[str]] = {p.name: [] for p in candidates}
@@ -248,12 +252,12 @@ def dominant_prefix(lines: Iterable[str], exclude: Collection[str] = ()) -> Pref
             continue
         total += 1
         for prefix in candidates:
-            match = prefix.pattern.match(line)
+            match = prefix.strip(line)
             if match is not None:
                 seen[prefix.name].append(match[1])
     for prefix in candidates:
         names = seen[prefix.name]
-        if len(names) >= 2 and len(names) >= DOMINANT_SHARE * total and prefix.accept(names):
+        if len(names) >= 2 and len(names) >= DOMINANT_SHARE * total and len(set(names)) <= 64:
             return prefix
     return None
 

@@ -153,9 +153,12 @@ _KNOWN_COMMANDS = frozenset((
     "ibdev2netdev",
     "mlnx_qos", "kubectl", "docker", "python", "python3", "torchrun", "srun", "mpirun", "grep", "echo", "for", "ls",
     "journalctl", "tail", "head", "less", "nv", "vtysh", "sonic-cfggen", "redis-cli", "pfcstat", "pfcwd", "ucx_info",
-    "nccl", "env", "printenv", "lldptool", "dcbtool", "tc", "sysctl", "perfquery", "show_gids", "watch", "bash", "sh"))
+    "nccl", "env", "printenv", "lldptool", "dcbtool", "tc", "sysctl", "perfquery", "show_gids", "watch", "bash", "sh",
+    "show_counters", "ibv_rc_pingpong", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "rdma_statistic",
+    "mlxlink", "mlxconfig", "mst", "ethtool-s", "nvidia-smi", "curl", "promtool"))
 _HEADING = re.compile(r"#{2,6} +(\S.*)|# ([^a-z\s].*)|==> (.{1,4096}) <==|={3,} ?(\S.{0,4096}?) ?={3,}")
 _FENCE = ("```", "~~~")
+_EXPOSITION = ("HELP ", "TYPE ", "UNIT ", "EOF")
 
 
 def _prompt(text: str, hash_prompts: bool) -> tuple[str, str] | None:
@@ -197,8 +200,11 @@ def _heading(text: str, hash_prompts: bool) -> str | None:
     if match is None:
         return None
     title = next(g for g in match.groups() if g is not None).strip()
-    # tool output that starts with "#" (nccl-tests' "# Avg bus bandwidth    : 12.3") is columns, not a title
-    return None if "  " in title or " : " in title or "\t" in title else title
+    # tool output that starts with "#" (nccl-tests' "# Avg bus bandwidth    : 12.3", Prometheus' "# HELP x") is
+    # content, and a bare "=====" rule is decoration, not a title
+    if "  " in title or " : " in title or "\t" in title or not title.strip("=") or title.startswith(_EXPOSITION):
+        return None
+    return title
 
 
 def _classify(number: int, text: str, origin: str, counts: Counter[str], hash_prompts: bool,
@@ -278,11 +284,11 @@ def _strip_dominant(stage: list[tuple[int, str, str]], counts: Counter[str]) -> 
         tried.add(prefix.name)
         out: list[tuple[int, str, str]] = []
         for number, text, origin in stage:
-            match = prefix.pattern.match(text)
+            match = prefix.strip(text)
             if match is not None:
                 counts[prefix.name] += 1
                 rest, named = unwrap(text[match.end():], counts)
-                text, origin = rest, origin or prefix.origin(match) or named
+                text, origin = rest, named or prefix.origin(match) or origin
             out.append((number, text, origin))
         stage = out
     return stage
