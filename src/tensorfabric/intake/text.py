@@ -267,7 +267,7 @@ def normalise(data: str | bytes, *, source: str = "<input>", what: str = "text",
         raw = _physical(raw, counts)
         for piece, origin in _expand(raw, counts):
             stage.append((number, piece, origin))
-    stage = _strip_dominant(stage, counts)
+    stage = _strip_dominant(stage, counts, hash_prompts)
     lines: list[Line] = []
     elided: list[int] = []
     for number, text, origin in stage:
@@ -277,10 +277,19 @@ def normalise(data: str | bytes, *, source: str = "<input>", what: str = "text",
     return Text(source, tuple(lines), len(physical), dict(counts), tuple(long_lines), tuple(elided))
 
 
-def _strip_dominant(stage: list[tuple[int, str, str]], counts: Counter[str]) -> list[tuple[int, str, str]]:
+def _countable(text: str, hash_prompts: bool) -> bool:
+    """A line that can carry a collector prefix: not a fence, an elision, a prompt or a heading the paster added."""
+    stripped = text.strip()
+    return not (stripped.startswith(_FENCE) or is_elision(stripped) or _prompt(stripped, hash_prompts) is not None
+                or _heading(stripped, hash_prompts) is not None)
+
+
+def _strip_dominant(stage: list[tuple[int, str, str]], counts: Counter[str],
+                    hash_prompts: bool) -> list[tuple[int, str, str]]:
     """Take off the ambiguous prefixes most lines carry (pdsh inside srun, say: one family at a time)."""
     tried: set[str] = set()
-    while (prefix := dominant_prefix((text for _, text, _ in stage), exclude=tried)) is not None:
+    while (prefix := dominant_prefix((text for _, text, _ in stage if _countable(text, hash_prompts)),
+                                     exclude=tried)) is not None:
         tried.add(prefix.name)
         out: list[tuple[int, str, str]] = []
         for number, text, origin in stage:
