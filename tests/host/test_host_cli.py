@@ -83,7 +83,7 @@ def test_doctor_with_log(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
 @pytest.mark.parametrize("args", [
     ["doctor", "--sysfs-root", "/nonexistent/root"],
     ["env", "--sysfs-root", "/nonexistent/root"],
-    ["doctor", "--sysfs-root", MLX5, "--nccl-log", str(LOGS / "truncated.log")],
+    ["doctor", "--sysfs-root", MLX5, "--nccl-log", str(LOGS.parent / "gids" / "show_gids_spaces.txt")],  # no NCCL line
     ["doctor", "--sysfs-root", MLX5, "--nccl-log", "/nonexistent.log"],
     ["doctor", "--sysfs-root", MLX5, "--nccl-log", str(LOGS)],  # a directory: unreadable as a file
     ["env", "--format", "yaml"],

@@ -1,5 +1,5 @@
 """The NCCL log corpus: every fixture log against one table (tests/fixtures/nccl_logs/expected.csv) of its expected
-transport, GPUDirect verdict, scope, signatures and doctor rules; plus the linear-time guarantees."""
+transport, evidence grade, GPUDirect verdict, scope, signatures and doctor rules; plus the linear-time guarantees."""
 
 from __future__ import annotations
 
@@ -17,46 +17,46 @@ from tensorfabric.host.nccl_log import MAX_LINE_CHARS, parse_nccl_log
 from .conftest import LOGS, SYSFS
 
 ROWS = list(csv.DictReader((LOGS / "expected.csv").open()))
-_GDR = {"on": True, "off": False, "unknown": None}
+_GDR = {"on": True, "receive-only": True, "partial": False, "off": False, "unknown": None}
 
 
 def test_the_table_lists_every_log_and_covers_the_corpus() -> None:
     assert {r["file"] for r in ROWS} == {p.name for p in LOGS.glob("*.log")}
-    assert len(ROWS) >= 40
-    parsed = [r for r in ROWS if r["transport"] != "ParseError"]
-    assert {r["transport"] for r in parsed} == {"roce", "ib", "socket", "plugin", "unknown"}
-    assert {r["scope"] for r in parsed} == {"inter-node", "intra-node", "unknown"}
-    assert {r["gpudirect"] for r in parsed} == {"on", "off", "unknown"}
-    majors = {tuple(int(x) for x in r["version"].split(".")[:2]) for r in parsed if r["version"]}
-    assert {(2, 3), (2, 4), (2, 7), (2, 19), (2, 21), (2, 26), (2, 28)} <= majors
+    assert len(ROWS) >= 80
+    assert {r["transport"] for r in ROWS} == {"roce", "ib", "socket", "plugin", "unknown"}
+    assert {r["scope"] for r in ROWS} == {"inter-node", "intra-node", "unknown"}
+    assert {r["gpudirect"] for r in ROWS} == {"on", "off", "unknown", "receive-only"}
+    assert {r["evidence"] for r in ROWS} == {"data-path", "selected", "devices", "none"}
+    majors = {tuple(int(x) for x in r["version"].split(".")[:2]) for r in ROWS if r["version"]}
+    assert {(2, 3), (2, 4), (2, 5), (2, 7), (2, 8), (2, 12), (2, 19), (2, 21), (2, 26), (2, 27), (2, 28)} <= majors
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])
 def test_each_log_gives_its_expected_verdict(row: dict[str, str]) -> None:
     data = (LOGS / row["file"]).read_bytes()
-    if row["transport"] == "ParseError":
-        with pytest.raises(ParseError):
-            parse_nccl_log(data, source=row["file"])
-        return
     report = parse_nccl_log(data, source=row["file"])
-    assert (report.transport, report.gpudirect, report.scope) == (row["transport"], _GDR[row["gpudirect"]],
-                                                                 row["scope"])
+    assert (report.transport, report.evidence, report.gpudirect_mode, report.scope) == (
+        row["transport"], row["evidence"], row["gpudirect"], row["scope"])
+    assert report.gpudirect == _GDR[row["gpudirect"]]
     assert sorted(h.id for h in report.signatures) == sorted(filter(None, row["signatures"].split(";")))
     assert (report.version or "") == row["version"]
     # The doctor on the fixture host, with a shell environment that would be wrong for every job: it must not matter.
     shell = {"NCCL_IB_TC": "0", "NCCL_IB_GID_INDEX": "0", "NCCL_NET": "Socket"}
     rules = {f.rule for f in run_doctor(discover(SYSFS / "mlx5-roce"), environ=shell, nccl_log=report).findings}
     assert rules == set(filter(None, row["rules"].split(";")))
-    if report.transport in ("roce", "ib", "socket", "plugin"):
+    if report.transport != "unknown":
         assert report.proof and report.proof.startswith("line ")
+    assert report.read is not None and report.read.used >= 1 and report.to_dict()["read"]["format"].endswith("log")
 
 
 def test_single_node_logs_say_so_and_prove_nothing() -> None:
-    for name in ("trap_single_node_p2p.log", "trap_single_node_shm_nvls.log"):
+    for name in ("trap_single_node_p2p.log", "trap_single_node_shm_nvls.log", "net_channels_one_host.log"):
         report = parse_nccl_log((LOGS / name).read_bytes(), source=name)
         finding = next(f for f in run_doctor(discover(SYSFS / "mlx5-roce"), environ={}, nccl_log=report).findings
                        if f.rule == "log.no-inter-node")
-        assert "no inter-node traffic in this log" in finding.message and report.rdma is None
+        assert "no inter-node traffic in this log" in finding.message and report.scope == "intra-node"
+    looped = parse_nccl_log((LOGS / "net_channels_one_host.log").read_bytes())
+    assert looped.transport == "roce" and looped.evidence == "data-path"  # NET channels, but inside one host
 
 
 def test_qp_lines_give_the_gid_and_the_link_layer() -> None:
@@ -117,8 +117,10 @@ def test_binary_input_raises_parse_error(data: bytes) -> None:
     ("trap_bootstrap_socket_ib_channels.log", "ib", True),  # bootstrap NET/Socket lines + IB channels: ib
     ("trap_idx_maps_roce.log", "roce", True),  # NET/IB/3 -> banner [3]mlx5_3:1/RoCE, though [0..2] are IB
     ("trap_idx_maps_ib.log", "ib", True),  # NET/IB/0 -> banner [0]mlx5_0:1/IB
-    ("trap_single_node_p2p.log", "unknown", None),  # intra-node only: not proof
-    ("trap_banner_only.log", "unknown", None),  # banner + Using network IB, no data path: not proof
+    ("trap_single_node_p2p.log", "roce", True),  # selected; intra-node only, so nothing about the fabric
+    ("trap_banner_only.log", "roce", True),  # banner + Using network IB: selected, not proven by a data path
+    ("trap_using_network_only.log", "unknown", True),  # NET/IB chosen, link layer never named
+    ("merged_vnic_net_ib_11.log", "roce", True),  # NET/IB/11 beyond 8 banner devices: the shared link layer
 ])
 def test_the_traps(name: str, transport: str, rdma: bool | None) -> None:
     report = parse_nccl_log((LOGS / name).read_bytes(), source=name)

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tensorfabric.errors import ParseError
+from tensorfabric.host.discovery import discover
+from tensorfabric.host.doctor import run_doctor
 from tensorfabric.host.nccl_log import NcclLogReport, parse_nccl_log
+from tensorfabric.host.records import HostName
 
-from .conftest import LOGS
+from .conftest import LOGS, SYSFS
 
 
 def _parse(name: str) -> NcclLogReport:
@@ -85,10 +90,7 @@ def test_rank_prefixed_lines_of_several_versions(prefix: str, body: list[str], t
 
 @pytest.mark.parametrize(("data", "match"), [
     (b"", "empty"), (b"  \n\n", "empty"), (b"\x7fELF\x02\x01\x01\x00\x00", "NUL"),
-    (b"\xff\xfe\x00N\x00C", "UTF-8"), (b"just an application log\nno nccl here\n", "no NCCL lines"),
-    ((LOGS / "truncated.log").read_bytes(), "truncated"),
-    (b"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/", "truncated"),
-    (b"h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[", "truncated"),
+    (b"\xff\xfe\x00N\x00C", "NCCL log"), (b"just an application log\nno nccl here\n", "no NCCL lines"),
     ("".join(chr(c) for c in range(1, 9)).encode() * 40, "control"),
 ])
 def test_bad_input_raises_parse_error(data: bytes, match: str) -> None:
@@ -97,11 +99,144 @@ def test_bad_input_raises_parse_error(data: bytes, match: str) -> None:
     assert "bad.log" in str(info.value)
 
 
+def test_the_refusal_says_what_was_expected_and_shows_the_first_line() -> None:
+    with pytest.raises(ParseError, match=r"expected lines holding 'NCCL INFO'.*first line is 'torch says hi'"):
+        parse_nccl_log("torch says hi\nand bye\n")
+
+
+@pytest.mark.parametrize("data", [
+    (LOGS / "truncated.log").read_bytes(),
+    b"h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/",
+    b"h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[",
+])
+def test_a_cut_final_line_is_a_warning_and_the_rest_is_read(data: bytes) -> None:
+    report = parse_nccl_log(data, source="cut.log")
+    assert report.read is not None and any("ends in the middle" in w for w in report.read.warnings)
+    assert not report.channels  # the cut channel line is not read as a channel without GPUDirect
+    assert report.rdma is True
+
+
 def test_complete_last_line_without_newline_is_fine() -> None:
     text = "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"
     report = parse_nccl_log(text)  # NET/IB, but no banner or QP line names the link layer
-    assert (report.transport, report.rdma, report.scope) == ("unknown", True, "inter-node")
-    assert parse_nccl_log("h:1:2 [0] NCCL INFO Init COMPLETE").transport == "unknown"
+    assert (report.transport, report.rdma, report.scope, report.evidence) == ("unknown", True, "inter-node",
+                                                                              "data-path")
+    assert report.read is not None and not report.read.warnings
+
+
+@pytest.mark.parametrize(("line", "transport", "evidence"), [
+    ("NCCL version 2.21.5+cuda12.4", "unknown", "none"),
+    ("RCCL version 2.20.5+hip6.2 HEAD:45b618a+", "unknown", "none"),
+    ("h:1:2 [0] NCCL INFO Init COMPLETE", "unknown", "none"),
+    ("h:1:2 [0] NCCL INFO Using network Socket", "socket", "selected"),
+    ("h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>", "ib", "devices"),
+    ("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0", "socket", "data-path"),
+    ("h:1:2 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 7 mtu 5 LID 4", "ib", "data-path"),
+])
+def test_one_recognised_line_is_never_refused(line: str, transport: str, evidence: str) -> None:
+    report = parse_nccl_log(line)
+    assert (report.transport, report.evidence) == (transport, evidence)
+
+
+def test_numbers_too_long_for_int_are_not_read_not_a_crash() -> None:
+    report = parse_nccl_log("h:1:2 [0] NCCL INFO Channel " + "1" * 5000 + "/0 : 0[0] -> 1[0] [send] via NET/IB/0\n")
+    assert report.transport == "unknown" and report.read is not None and report.read.not_understood == (1,)
+
+
+def test_the_read_report_lists_network_lines_no_rule_read() -> None:
+    text = ("h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+            "h:1:2 [0] NCCL INFO NET/IB : Frobnicated the widget on mlx5_0\n"
+            "h:1:2 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1\n"
+            "some application line\n"
+            "h:1:2 [0] NCCL INFO Using network IB\n")
+    read = parse_nccl_log(text, source="r.log").read
+    assert read is not None and (read.used, read.not_understood, read.skipped) == (2, (2,), 2)
+    assert read.summary() == "read r.log as NCCL log: 2 lines used, 1 not understood (2), 2 other skipped"
+
+
+@pytest.mark.parametrize(("body", "transport", "evidence", "gdr"), [
+    (["NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>", "Using network IB"], "roce", "selected",
+     "unknown"),
+    (["NET/IB: [0] mlx5_3:1/IB", "Using internal Network IB"], "ib", "selected", "unknown"),
+    (["NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>", "Initialized NET plugin IB"], "roce", "selected",
+     "unknown"),
+    (["NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>", "Using network IBext_v8"], "plugin", "selected",
+     "unknown"),
+    (["Using network AWS Libfabric"], "plugin", "selected", "unknown"),
+    (["NET/IB : No device found.", "NET/Socket : Using [0]eth0:10.0.0.1<0>"], "socket", "selected", "off"),
+    (["NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>"], "unknown", "none", "unknown"),
+    (["NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>", "Using network IB",
+      "GPU Direct RDMA Enabled for GPU 3b000 / HCA 0 (distance 3 <= 3), read 0"], "roce", "selected",
+     "receive-only"),
+    (["NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>",
+      "Channel 00/0 : 1[1] -> 0[0] [receive] via NET/IB/0/GDRDMA", "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+      "Channel 01/0 : 1[1] -> 0[0] [receive] via NET/IB/0"], "roce", "data-path", "partial"),
+])
+def test_evidence_is_graded_not_withheld(body: list[str], transport: str, evidence: str, gdr: str) -> None:
+    report = parse_nccl_log("\n".join("h:1:2 [0] NCCL INFO " + line for line in body) + "\n")
+    assert (report.transport, report.evidence, report.gpudirect_mode) == (transport, evidence, gdr)
+
+
+def test_dropping_the_data_path_lowers_evidence_and_keeps_the_transport() -> None:
+    full = (LOGS / "roce_gdr_2.21.log").read_text()
+    cut = "\n".join(line for line in full.splitlines() if "via NET/" not in line and " qp" not in line) + "\n"
+    before, after = parse_nccl_log(full), parse_nccl_log(cut)
+    assert (before.transport, before.evidence) == ("roce", "data-path")
+    assert (after.transport, after.evidence) == ("roce", "selected")
+
+
+def test_plugins_keep_their_name_and_link_layer() -> None:
+    sharp = _parse("sel_network_ibext_sharp.log")
+    assert (sharp.transport, sharp.network, sharp.plugin, sharp.plugin_link) == ("plugin", "IBext", "IBext", "IB")
+    v8 = _parse("plugin_ibext.log")
+    assert (v8.network, v8.plugin_link, v8.gpudirect_mode) == ("IBext_v8", "RoCE", "on")
+    assert _parse("sel_network_libfabric.log").plugin == "aws-ofi-nccl 1.13.2"
+
+
+def test_newer_line_forms() -> None:
+    dev = _parse("dev_line_rocep_provider_2.27.log")
+    assert (dev.transport, [c.net_device for c in dev.channels]) == ("roce", [0, 1, 0, 1])
+    rccl = _parse("rccl_channel_comm_nranks.log")
+    assert (rccl.product, rccl.version, rccl.channels[0].via) == ("RCCL", "2.18.3", "NET/IB/0/GDRDMA")
+    assert rccl.read is not None and rccl.read.label == "RCCL 2.18.3 log"
+    ece = _parse("qp_query_ece_2.21.log")
+    assert [(q.net_device, q.gid_index, q.gid) for q in ece.qps] == [(0, 3, "::ffff:192.168.16.11"),
+                                                                    (1, 3, "::ffff:192.168.17.11")]
+    assert ece.read is not None and ece.read.not_understood == ()
+    separate = _parse("qp_query_ece_separate_2.28.log").read
+    assert separate is not None and separate.not_understood == ()
+    merged = _parse("merged_vnic_net_ib_11.log")
+    assert (merged.transport, {c.net_device for c in merged.channels}) == ("roce", {9, 11})
+
+
+def test_scope_follows_the_hosts_not_the_channels() -> None:
+    assert _parse("net_channels_one_host.log").scope == "intra-node"  # nNodes 1
+    assert _parse("net_channels_one_host_prefix.log").scope == "intra-node"  # one host printed ranks 0 and 1 of 2
+    assert _parse("devices_banner_only.log").scope == "inter-node"  # two hosts' banners
+    assert _parse("trap_banner_only.log").scope == "unknown"  # rank 0 of 16 on one host says nothing
+
+
+def test_plugin_signatures_need_no_plugin_loaded_after_them() -> None:
+    assert not _parse("sel_network_ibext_v8_roce.log").signatures  # v9 probe, then v8 loaded
+    assert [h.id for h in _parse("fail_plugin_symbol_unsupported.log").signatures] == ["nccl.net-plugin-unsupported"]
+    hits = {h.id: h for h in _parse("fail_plugin_glibc.log").signatures}
+    assert "GLIBC_2.32" in hits["nccl.net-plugin-failed"].excerpt and "ldd" in hits["nccl.net-plugin-failed"].fix
+
+
+def test_the_job_socket_ifname_is_judged_against_the_log_not_this_host() -> None:
+    host = discover(SYSFS / "mlx5-roce")  # has ens1f0np0, not the job's ens9f0np0
+    bound = _parse("env_socket_ifname_bound.log")
+    assert bound.interfaces == ("ens9f0np0",)
+    assert not [f for f in run_doctor(host, environ={}, nccl_log=bound).findings if f.rule.startswith("env.socket")]
+    other = parse_nccl_log((LOGS / "env_socket_ifname_bound.log").read_text().replace(
+        "set by environment to ens9f0np0", "set by environment to ens7"))
+    found = [f for f in run_doctor(host, environ={}, nccl_log=other).findings if f.rule == "env.socket-ifname-missing"]
+    assert len(found) == 1 and found[0].severity == "warning" and "ens9f0np0" in found[0].message
+    failed = _parse("fail_bad_socket_ifname.log")  # nothing bound: the AF_INET signature says it, not the env check
+    assert "env.socket-ifname-missing" not in {f.rule for f in run_doctor(host, environ={}, nccl_log=failed).findings}
+    here = replace(failed, hosts=("gpu-k1",))  # the doctor runs live on the logged host: judge against it
+    same = run_doctor(host, environ={}, nccl_log=here, hostname=HostName("gpu-k1"))
+    assert "env.socket-ifname-missing" in {f.rule for f in same.findings}
 
 
 _BASE_LOGS = ["roce_gdr_2.21.log", "socket_fallback_no_device.log", "roce_gdr_disabled.log", "plugin_ibext.log",

@@ -38,6 +38,11 @@ def _sig(id: str, needle: str, pattern: str, severity: Severity, meaning: str, f
 # peer 10.0.0.2<55921> with status=12 opcode=1 ...`` (2.19+, also the IBext plugin and NET/IBP).
 _COMPLETION = r"Got completion (?:with error |from peer \S+ with status=)"
 _MODIFY_QP = r"ibv_modify_qp failed with (?:error |\d+ )"
+# The dlerror() text of a plugin that is there but did not load, after each era's lead-in: 2.19 "Plugin load
+# (libnccl-net.so) returned 2 : " or "dlerror=", 2.21 "Plugin load returned 2 : ", 2.23+ nothing. glibc writes it as
+# "<library>: <reason>"; the plugin's own name with "cannot open shared object file" only means no plugin is installed.
+_PLUGIN_LOAD = (r"NET/Plugin ?: ?(?:(?:Most recent )?[Pp]lugin load (?:\([\w.+-]{1,64}\) )?returned -?\d{1,4} : "
+                r"|dlerror=)?")
 _GID_FIX = ("NCCL >= 2.21: unset NCCL_IB_GID_INDEX and let NCCL pick the RoCE v2 IPv4 GID; older NCCL: the RoCE v2 "
             "IPv4 index from `tensorfabric doctor --gids` (show_gids)")
 
@@ -98,6 +103,11 @@ SIGNATURES: tuple[Signature, ...] = (
          "the pinned-memory limit (RLIMIT_MEMLOCK) is too low for NCCL's queues and buffers",
          "set `* soft memlock unlimited` and `* hard memlock unlimited` (containers: --ulimit memlock=-1)",
          "NVIDIA/nccl troubleshooting guide"),
+    _sig("nccl.create-qp-failed", "ibv_create_qp", r"ibv_create_qp failed", "error",
+         "NCCL could not create a queue pair: ENOMEM is the pinned-memory limit or the device's QP limit (VFs, "
+         "irdma limits_sel, Soft-RoCE), EINVAL a device that cannot do the QP attributes NCCL asks for",
+         "set memlock unlimited (containers: --ulimit memlock=-1); check `ibv_devinfo -v` max_qp on that device; "
+         "lower NCCL_IB_QPS_PER_CONNECTION", "NVIDIA/nccl#1129, NVIDIA/nccl#562", refines="nccl.memlock"),
     _sig("nccl.gdr-disabled", "GPU Direct RDMA Disabled for HCA", r"GPU Direct RDMA Disabled for HCA", "warning",
          "GPUDirect RDMA is off: every transfer is staged through host memory",
          "modprobe nvidia-peermem and check /sys/kernel/mm/memory_peers/nv_mem; NCCL <= 2.22.3 only detects "
@@ -131,6 +141,36 @@ SIGNATURES: tuple[Signature, ...] = (
          "a collective did not finish within the process-group timeout (network stall or hang)",
          "find the first failing rank's log; check for PFC storms or drops and that every node uses the same "
          "transport", "NVIDIA/nccl#234, pytorch/pytorch#97191"),
+    _sig("nccl.net-plugin-failed", "NET/Plugin",
+         _PLUGIN_LOAD + r"(?!lib[nr]ccl-net[\w.-]{0,32}: cannot open shared object file)/?[\w.+-]{1,64}"
+         r"(?:/[\w.+-]{1,64}){0,12}: (?:version `|undefined symbol|wrong ELF class|cannot open shared object file)",
+         "error",
+         "a net plugin library is there but did not load (a missing dependency, a glibc or libfabric version it "
+         "needs, a wrong architecture): NCCL went on with its internal IB or socket transport",
+         "install the plugin built for this image (glibc, libfabric and CUDA of the container), or remove it from "
+         "LD_LIBRARY_PATH; `ldd <plugin>` shows the missing piece",
+         "awslabs/awsome-distributed-ai#292, NVIDIA/nccl src/plugin/plugin_open.cc"),
+    _sig("nccl.net-plugin-unsupported", "ncclNetPlugin", r"Failed to find ncclNetPlugin(?:_v\d+)? symbol", "warning",
+         "a net plugin library loaded but exports no net API version this NCCL supports: NCCL uses its internal "
+         "transport instead", "use the plugin release built for this NCCL version (e.g. the HPC-X "
+         "nccl-rdma-sharp-plugins or aws-ofi-nccl matching it)", "NVIDIA/nccl#1528, NVIDIA/nccl#1267"),
+    _sig("nccl.network-not-found", "Error: network", r"Error: network \S{1,64} not found", "error",
+         "NCCL_NET names a network that is not available here (its plugin is not installed or did not initialise, "
+         "e.g. gIB outside a GCP RDMA VM): NCCL init fails with ncclInvalidUsage",
+         "unset NCCL_NET (and NCCL_NET_PLUGIN) or install the plugin that provides that network; NCCL_NET=IB or "
+         "Socket name the internal transports", "NVIDIA/nccl src/net.cc (\"Error: network %s not found\")"),
+    _sig("nccl.ofi-init-failed", "NET/OFI",
+         r"NET/OFI (?:\S{1,32} )?(?:initialization failed|Initializing plugin failed|Unable to find a protocol that "
+         r"worked|Could not find any optimal provider|Caught exception in plugin init)", "error",
+         "aws-ofi-nccl could not initialise (no usable libfabric provider: EFA device or driver missing in the "
+         "container, wrong FI_PROVIDER): NCCL falls back to its internal transports, usually TCP sockets",
+         "check `fi_info -p efa` inside the container, pass the EFA devices (vpc.amazonaws.com/efa resources) and "
+         "use the libfabric the plugin was built for", "NVIDIA/nccl#229, aws-samples/aws-do-eks#54"),
+    _sig("nccl.soft-roce", "rxe", r"\[\d{1,4}\] ?rxe[\w.-]{0,32}:", "warning",
+         "the RDMA device is Soft-RoCE (rdma_rxe): RoCE done in software over a plain NIC, with no PCI device "
+         "behind it; not hardware RDMA, no GPUDirect, far below line rate",
+         "use the hardware RoCE NIC (NCCL_IB_HCA=<mlx5_N>) and remove the rxe link (`rdma link delete rxe0`)",
+         "linux-rdma rdma-core docs (rxe), SoftRoCE/rxe-dev#46"),
     _sig("nccl.ib-async-event", "async event", r"NET/IB ?: Got async event", "warning",
          "the HCA reported an asynchronous event (port down, fatal error)",
          "check the port state and the kernel log (dmesg) on that host", "NVIDIA/nccl env.rst"

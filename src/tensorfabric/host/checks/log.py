@@ -1,4 +1,4 @@
-"""What NCCL's own log says: the transport it used (and whether the log proves it), GPUDirect, the GID the QPs
+"""What NCCL's own log says: the transport it used and how strongly the log supports it, GPUDirect, the GID the QPs
 connected with, and known failure signatures. The job's own variables (``set by environment``) are judged by the
 env checks on the log's environment, never this shell's (see ``run_doctor``)."""
 
@@ -12,6 +12,11 @@ from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.nccl_log import CAPTURE_HINT, MAX_LINE_CHARS, NcclLogReport
 
 _COVERED = {"socket": {"nccl.no-ib-device"}, "gdr": {"nccl.gdr-disabled"}}
+# no square brackets: the findings table is rendered by rich, which would read them as markup
+_PROVING_LINES = ("a channel line (`Channel 00/0 : 0 -> 1 ... via NET/<net>/<dev>`) or a QP line "
+                  "(`NET/IB: ... qpn|qp_num N ... GID n (..)|LID n`)")
+_GRADE = {"selected": "selected (the network NCCL chose, with the device banner)",
+          "devices": "only listed by the device banner (no network line)"}
 
 
 @register("log")
@@ -21,7 +26,8 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
         return
     subject = f"log {report.source}"
     covered: set[str] = set()
-    evidence = {"transport": report.transport, "gpudirect": report.gpudirect, "network": report.network,
+    evidence = {"transport": report.transport, "evidence": report.evidence, "gpudirect": report.gpudirect,
+                "gpudirect_mode": report.gpudirect_mode, "network": report.network,
                 "devices": [str(d) for d in report.devices], "scope": report.scope, "proof": report.proof}
     nets = {c.net.lower() for c in report.channels if c.net}
     if "socket" in nets and len(nets) > 1:
@@ -31,22 +37,22 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
                       "run `tensorfabric doctor` on every node; the ones without RDMA are the cause")
     if report.transport == "socket":
         covered |= _COVERED["socket"]
+        how = "moved data" if report.evidence == "data-path" else "fell back to (and selected)"
         yield Finding("log.socket-transport", "error", subject,
-                      "NCCL moved data over TCP sockets, not RDMA" + (" (NET/IB: No device found)"
-                                                                      if report.no_device else ""), evidence,
+                      f"NCCL {how} TCP sockets, not RDMA" + (" (NET/IB: No device found)" if report.no_device
+                                                             else ""), evidence,
                       "run `tensorfabric doctor` on that host for the cause (device, container, NCCL_IB_DISABLE, "
                       "NCCL_NET); set NCCL_NET=IB to make a fallback fail loudly")
     elif report.transport == "unknown":
         yield _unknown(report, subject, evidence)
-    if report.transport != "socket" and report.gpudirect is False:
-        covered |= _COVERED["gdr"]
-        yield Finding("log.gdr-disabled", "warning", subject,
-                      "NCCL used RDMA without GPUDirect: data is staged through host memory", evidence,
-                      "load nvidia-peermem; check NCCL_NET_GDR_LEVEL against the GPU-NIC distance (doctor)")
-    if report.transport == "plugin" and report.gpudirect is None:
-        yield Finding("log.gdr-unknown", "info", subject, "the net plugin's channels carry no /GDRDMA suffix and "
-                      "no GDR line says more: GPUDirect is unknown, not off", evidence,
-                      "check the plugin's own log lines (e.g. NET/OFI) for GPUDirect/dma-buf support")
+    if report.scope == "intra-node" and report.transport != "unknown":
+        yield _intra_node(report, subject, evidence)
+    elif report.transport not in ("unknown", "socket") and report.evidence in _GRADE:
+        yield Finding("log.no-data-path", "warning", subject,
+                      f"transport {report.transport} is {_GRADE[report.evidence]} but not proven by a data path: no "
+                      f"channel or QP line shows data moving over it; {_PROVING_LINES} would prove it", evidence,
+                      f"capture past the first collective (NCCL >= 2.22 connects lazily) with {CAPTURE_HINT}")
+    yield from _gdr(report, subject, evidence, covered)
     yield from _gids_in_use(ctx, report, subject)
     yield from _capture_quality(report, subject)
     for hit in report.signatures:
@@ -57,6 +63,37 @@ def log(ctx: DoctorContext) -> Iterator[Finding]:
                       hit.fix)
 
 
+def _gdr(report: NcclLogReport, subject: str, evidence: Mapping[str, object], covered: set[str]) -> Iterator[Finding]:
+    if report.transport == "socket":
+        return
+    if report.gpudirect is False:
+        covered |= _COVERED["gdr"]
+        some = "some channels run" if report.gpudirect_mode == "partial" else "NCCL used RDMA"
+        yield Finding("log.gdr-disabled", "warning", subject,
+                      f"{some} without GPUDirect: data is staged through host memory", evidence,
+                      "load nvidia-peermem; check NCCL_NET_GDR_LEVEL against the GPU-NIC distance (doctor)")
+    elif report.gpudirect_mode == "receive-only":
+        yield Finding("log.gdr-receive-only", "info", subject,
+                      "GPUDirect RDMA is used for receives only: sends are staged through host memory (NCCL turns "
+                      "GPUDirect reads off before Ampere unless the GPUs share NVLink, or NCCL_NET_GDR_READ=0)",
+                      evidence, "expected on such GPUs; on Ampere or newer check NCCL_NET_GDR_READ")
+    elif report.transport == "plugin" and report.gpudirect is None and report.evidence == "data-path":
+        yield Finding("log.gdr-unknown", "info", subject, "the net plugin's channels carry no /GDRDMA suffix and "
+                      "no GDR line says more: GPUDirect is unknown, not off", evidence,
+                      "check the plugin's own log lines (e.g. NET/OFI) for GPUDirect/dma-buf support")
+
+
+def _intra_node(report: NcclLogReport, subject: str, evidence: Mapping[str, object]) -> Finding:
+    looped = any(c.net for c in report.channels)
+    what = ("its NET channels loop back through the NIC inside the host" if looped else
+            "every channel is intra-node (P2P/SHM/NVLS)")
+    return Finding("log.no-inter-node", "warning", subject,
+                   f"no inter-node traffic in this log: all ranks share one host and {what}, so it proves nothing "
+                   f"about the network between hosts (transport {report.transport} is what NCCL "
+                   f"{'used locally' if looped else 'selected'})", evidence,
+                   f"capture a run that spans two hosts, with {CAPTURE_HINT}")
+
+
 def _unknown(report: NcclLogReport, subject: str, evidence: Mapping[str, object]) -> Finding:
     if report.scope == "intra-node":
         return Finding("log.no-inter-node", "warning", subject,
@@ -65,16 +102,15 @@ def _unknown(report: NcclLogReport, subject: str, evidence: Mapping[str, object]
                        f"capture a run that spans two hosts, with {CAPTURE_HINT}")
     if report.rdma:
         return Finding("log.link-unknown", "warning", subject,
-                       "channels go over NET/IB but the log never names the device's link layer (no NET/IB : Using "
-                       "banner or QP line): RDMA, but RoCE or InfiniBand is unknown", evidence,
+                       "NCCL chose its IB verbs transport (NET/IB) but the log never names the device's link layer "
+                       "(no NET/IB : Using banner or QP line): RDMA, but RoCE or InfiniBand is unknown", evidence,
                        f"capture with {CAPTURE_HINT} from the start of the job")
-    if report.devices or report.network:
-        return Finding("log.no-data-path", "warning", subject,
-                       "the log shows devices and the network NCCL chose, but no channel or QP line: NCCL never "
-                       "showed data moving, so the transport is not proven", evidence,
-                       f"capture past the first collective (NCCL >= 2.22 connects lazily) with {CAPTURE_HINT}")
-    return Finding("log.transport-unknown", "warning", subject, "the log does not show which network NCCL used",
-                   evidence, f"capture it with {CAPTURE_HINT} past the first collective")
+    why = ("init failed before NCCL chose a network (NCCL_NET names one that is not there), so no transport was used"
+           if any(h.id == "nccl.network-not-found" for h in report.signatures) else
+           "the log does not show which network NCCL used")
+    return Finding("log.transport-unknown", "warning", subject, why, evidence,
+                   f"capture it with {CAPTURE_HINT} past the first collective; {_PROVING_LINES}, or the `Using "
+                   "network` line with the device banner, says which")
 
 
 def _gids_in_use(ctx: DoctorContext, report: NcclLogReport, subject: str) -> Iterator[Finding]:

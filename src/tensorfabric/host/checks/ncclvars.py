@@ -85,21 +85,48 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
 
 @register("env.socket-ifname")
 def socket_ifname(ctx: DoctorContext) -> Iterator[Finding]:
-    netdevs = list(ctx.inventory.netdevs)
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         raw = ctx.environ.get(var)
         if raw is None:
             continue
+        against = _interfaces_to_judge(ctx, var)
+        if against is None:
+            continue
+        netdevs, seen_in_log = against
         ifnames = split_nccl_list(raw)
         prefixes = () if var == "GLOO_SOCKET_IFNAME" else ifnames.prefixes  # Gloo takes exact names only
         missing = [n for n in ifnames.names if not any(d.startswith(n) if n in prefixes else d == n
                                                        for d in netdevs)]
-        if missing and not ifnames.exclude:
+        if not missing or ifnames.exclude:
+            continue
+        if seen_in_log:
+            yield Finding("env.socket-ifname-missing", "warning", f"env {var}",
+                          f"{var}={raw!r} names no interface the log shows NCCL bound ({', '.join(netdevs)}): "
+                          f"{', '.join(missing)} did not take effect where these lines come from",
+                          {var: raw, "interfaces_in_log": netdevs},
+                          "check that every rank gets the same variable; name the interface NCCL should bind")
+        else:
             yield Finding("env.socket-ifname-missing", "error", f"env {var}",
                           f"{var}={raw!r} names no existing interface: {', '.join(missing)}",
                           {var: raw, "interfaces": netdevs},
                           "name an existing interface (`tensorfabric env` derives it); NCCL 2.27 fails late with "
                           "'neither AF_INET(2) nor AF_INET6(10)' (NVIDIA/nccl#1837)")
+
+
+def _interfaces_to_judge(ctx: DoctorContext, var: str) -> tuple[list[str], bool] | None:
+    """The interfaces a variable is judged against: ``(names, from the log)``; None when nothing may judge it.
+
+    A logged job's variable is judged against what the log shows NCCL bound, never against the doctor's own host,
+    unless the doctor runs on the host the log came from (live, and that host's name is in the log's prefixes).
+    """
+    report = ctx.nccl_log
+    if ctx.environ_source != "log" or report is None:
+        return list(ctx.inventory.netdevs), False
+    if report.interfaces and var == "NCCL_SOCKET_IFNAME":
+        return list(report.interfaces), True
+    if ctx.hostname is not None and ctx.hostname.name in report.hosts:
+        return list(ctx.inventory.netdevs), False
+    return None
 
 
 def _level(raw: str) -> str | None:
