@@ -1,39 +1,42 @@
-"""GID tables as users paste them: ``show_gids``, ``ibv_devinfo -v``/``-vv`` port sections, ``rdma link``.
+"""GID tables as users paste them, read into one record per node and port.
 
-Formats (one capture may hold several, e.g. ``rdma link`` for port state and ``show_gids`` for the table):
+Forms (line rules in :mod:`tensorfabric.host.gid_forms`): ``show_gids``; ``ibv_devinfo -v``/``-vv`` port sections,
+also without their ``hca_id:``; sysfs ``gids/N``, ``gid_attrs/types/N`` and ``gid_attrs/ndevs/N`` read with ``grep``,
+``cat``, ``tail`` or a loop; and port listings that hold no GID table (``rdma link``, ``ibstat``, ``ibstatus``,
+``ibdev2netdev``), which say so rather than fail. The paste goes through :func:`tensorfabric.intake.normalise`
+first, so prompts, collector prefixes, timestamps and Markdown around it do not matter.
 
-* ``show_gids`` (MLNX_OFED script): a ``DEV PORT INDEX GID IPv4 VER DEV`` header, a dashes line, one row per GID
-  (``mlx5_0  1  3  0000:...:ffff:c0a8:0101  192.168.1.1  v2  ens1f0np0``; the IPv4 column is empty for IPv6 GIDs),
-  an ``n_gids_found=N`` trailer; spaces or tabs, sparse indices, shell prompts and indentation all occur;
-* ``ibv_devinfo -v``: ``hca_id:\\tmlx5_0``, ``port:\\t1`` sections with ``state:``, ``link_layer:`` and
-  ``GID[  3]:\\t\\t::ffff:192.168.1.1, RoCE v2`` (full or compressed IPv6; older rdma-core omits the type);
-* ``rdma link``: ``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0`` (no GIDs: a port known
-  only from it has no table, so no index can be recommended).
+One paste may hold several nodes. A node boundary is, in this order of strength: a collector prefix naming two or
+more hosts (pdsh, kubectl, Ray, JSON records), a prompt naming a host (``root@gpu-a17:~# show_gids``), a heading that
+names one (``## gpu-a17``), and, with no name at all, a second table for a port that disagrees with the first (a
+different GID at one index, or a different set of indices in two complete tables: two pods' ``show_gids``). Unnamed
+nodes are numbered ``#1``, ``#2`` in paste order; a paste of one node has no node name.
 
-A line that starts like a GID row but does not parse is an error, never skipped: a wrong index is worse than none.
+What is not read is listed in the :class:`~tensorfabric.intake.ReadReport`, never fatal: a text is refused (ParseError)
+only when it is not text, empty, or holds no line of any form above.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
 
-from tensorfabric.errors import ParseError
-from tensorfabric.host.gids import Gid, select_gid
+from tensorfabric.findings import Finding
+from tensorfabric.host.gid_forms import Block, PortKey, Stream
+from tensorfabric.host.gids import Gid, assume_pair_types, preferred_gid
 from tensorfabric.host.records import RdmaPort
+from tensorfabric.intake import Line, ReadReport, Tally, normalise
 
-__all__ = ["CapturedPort", "parse_gid_capture", "recommended_index"]
+__all__ = ["NO_ROCE_GIDS", "CapturedPort", "GidCapture", "parse_gid_capture", "recommended_index"]
 
-_SHOW_GIDS = re.compile(r"([\w.-]+)\s+(\d+)\s+(\d+)\s+([0-9A-Fa-f:]+)(?:\s+(\d+\.\d+\.\d+\.\d+))?\s+(v[12])"
-                        r"(?:\s+(\S+))?$")
-_SHOW_GIDS_START = re.compile(r"[\w.-]+\s+\d+\s+\d+\s+[0-9A-Fa-f]{1,4}:")
-_HCA = re.compile(r"hca_id:\s+(\S+)$")
-_PORT = re.compile(r"port:\s+(\d+)$")
-_FIELD = re.compile(r"(state|link_layer):\s+(\S(?:.*\S)?)$")
-_DEVINFO_GID = re.compile(r"GID\[\s*(\d+)\]:\s+([0-9A-Fa-f:.]+)(?:,\s*(IB/RoCE v1|RoCE v[12]))?$")
-_RDMA_LINK = re.compile(r"link ([\w.-]+)/(\d+)\b(.*)$")
-_WORD_VALUE = re.compile(r"(state|physical_state|netdev) (\S+)")
+NO_ROCE_GIDS = "no RoCE GIDs: no RoCE netdev in this namespace or pod"
+_PDSH = re.compile(r"([A-Za-z][\w.-]{0,252}): ")
+_SRUN = re.compile(r" {0,6}(\d{1,6}): ")
+_TABLE_WORDS = ("GID", "gid", "fe80", ":ffff:", "DEV", "hca_id", "port", "Port", "link", "CA '", "/sys/")
+_EXPECTED = ("show_gids, ibv_devinfo -v, sysfs gids, rdma link or ibstat output (e.g. 'mlx5_0  1  3  "
+             "0000:0000:0000:0000:0000:ffff:0a00:0001  10.0.0.1  v2  eth0' or 'GID[  3]:  ::ffff:10.0.0.1, RoCE v2')")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +48,19 @@ class CapturedPort:
     link_layer: str | None = None
     netdev: str | None = None
     formats: tuple[str, ...] = ()
+    node: str = ""
+    """The host or pod the table came from; "" when the paste holds one node."""
+    types_assumed: bool = False
+    """The paste printed no RoCE versions; they were assumed from the mlx5 pairing (v1 at 2k, v2 at 2k+1)."""
 
     @property
     def name(self) -> str:
         return f"{self.device}:{self.port}"
+
+    @property
+    def label(self) -> str:
+        """``gpu-a17 mlx5_0:1``: the name with its node, as subjects and summaries show it."""
+        return f"{self.node} {self.name}" if self.node else self.name
 
     @property
     def is_roce(self) -> bool:
@@ -69,117 +81,198 @@ class CapturedPort:
 
 
 def recommended_index(port: CapturedPort) -> int | None:
-    """The RoCE v2 IPv4 GID NCCL >= 2.21 would pick (and older NCCL needs pinned); ``None`` when there is none."""
-    gid = select_gid(port.gids, family="AF_INET", version=2)
+    """The RoCE v2 IPv4 GID to use: NCCL >= 2.21's own pick unless that sits on an overlay netdev (then the RoCE
+    netdev's, see :func:`~tensorfabric.host.gids.preferred_gid`); ``None`` when the port has none."""
+    gid = preferred_gid(port.gids, family="AF_INET", version=2)
     return gid.index if gid is not None else None
 
 
-class _Capture:
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.ports: dict[tuple[str, int], CapturedPort] = {}
-        self.device: str | None = None
-        self.port: int | None = None
+@dataclass(frozen=True, slots=True)
+class GidCapture(Sequence[CapturedPort]):
+    """Every port of a paste, per node, with what the paste said beyond them and how it was read.
 
-    def update(self, device: str, port: int, fmt: str, **changes: object) -> None:
-        key = (device, port)
-        current = self.ports.get(key, CapturedPort(device, port))
-        merged = {k: v for k, v in changes.items() if v is not None}
-        formats = current.formats if fmt in current.formats else (*current.formats, fmt)
-        self.ports[key] = replace(current, formats=formats, **merged)  # type: ignore[arg-type]
+    Iterating it yields the ports (a sequence of :class:`CapturedPort`)."""
 
-    def add_gid(self, device: str, port: int, gid: Gid, fmt: str, number: int) -> None:
-        current = self.ports.get((device, port), CapturedPort(device, port))
-        same = next((g for g in current.gids if g.index == gid.index), None)
-        if same is not None:
-            if _address(same.gid) != _address(gid.gid) or (same.version and gid.version and
-                                                            same.version != gid.version):
-                raise ParseError(f"{device} port {port} GID index {gid.index} appears twice with different values "
-                                 f"({same.describe()} and {gid.describe()}); pass one host's capture",
-                                 source=self.source, line=number)
-            gids = tuple(g if g.index != gid.index else replace(g, type=g.type or gid.type, ndev=g.ndev or gid.ndev)
-                         for g in current.gids)
-        else:
-            gids = tuple(sorted((*current.gids, gid), key=lambda g: g.index))
-        self.update(device, port, fmt, gids=gids)
+    source: str
+    ports: tuple[CapturedPort, ...]
+    nodes: tuple[str, ...]
+    """Node names in paste order (``("",)`` for a paste of one unnamed node)."""
+    empty: tuple[str, ...]
+    """Nodes whose GID table was listed and empty (``show_gids`` with ``n_gids_found=0``)."""
+    read: ReadReport
 
+    def __iter__(self) -> Iterator[CapturedPort]:
+        return iter(self.ports)
 
-def _address(text: str) -> ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.IPv6Address(text)
-    except ValueError:
-        return None
+    def __len__(self) -> int:
+        return len(self.ports)
 
+    @overload
+    def __getitem__(self, index: int) -> CapturedPort: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CapturedPort]: ...
+    def __getitem__(self, index: int | slice) -> CapturedPort | Sequence[CapturedPort]:
+        return self.ports[index]
 
-def _gid(index: int, text: str, kind: str | None, ndev: str | None, source: str, number: int) -> Gid:
-    if _address(text) is None:
-        raise ParseError(f"GID {text!r} is not an IPv6-form GID (like fe80:0000:...:3c4d or ::ffff:10.0.0.1)",
-                         source=source, line=number, excerpt=text)
-    return Gid(index, text, kind, ndev)
+    def findings(self) -> list[Finding]:
+        """What the paste says about whole nodes, as answers: an empty table, or ports listed without any table."""
+        found = []
+        for node in self.nodes:
+            subject = f"{node} GID table" if node else "GID table"
+            evidence = {"node": node, "source": self.source}
+            if node in self.empty:
+                found.append(Finding(
+                    "gid.no-roce-gids", "warning", subject, f"{NO_ROCE_GIDS} (show_gids listed no GID)",
+                    evidence, "run show_gids in the host's namespace, or give the pod the RoCE netdev (a Multus "
+                    "macvlan or SR-IOV network attachment on the RoCE port); a calico/flannel veth has no RoCE GIDs"))
+                continue
+            ports = [p for p in self.ports if p.node == node]
+            if ports and not any(p.gids for p in ports):
+                forms = ", ".join(dict.fromkeys(f for p in ports for f in p.formats))
+                found.append(Finding(
+                    "gid.no-table", "info", subject, f"no GID table in this paste ({forms} list ports, not "
+                    "their GIDs), so no index can be recommended", evidence,
+                    "add `show_gids` or `ibv_devinfo -v` output from the same host"))
+        return found
 
-
-def _line(capture: _Capture, raw: str, number: int) -> bool:
-    text = raw.strip()  # prompts, headers and other ibv_devinfo fields match nothing below and are skipped
-    if (row := _SHOW_GIDS.match(text)) is not None:
-        kind = "RoCE v2" if row[6] == "v2" else "RoCE v1"
-        gid = _gid(int(row[3]), row[4], kind, row[7], capture.source, number)
-        capture.add_gid(row[1], int(row[2]), gid, "show_gids", number)
-        if row[7]:
-            capture.update(row[1], int(row[2]), "show_gids", netdev=row[7])
-        return True
-    if _SHOW_GIDS_START.match(text):
-        raise ParseError("looks like a show_gids row but is not DEV PORT INDEX GID [IPv4] VER [NETDEV]",
-                         source=capture.source, line=number, excerpt=text)
-    if (hca := _HCA.match(text)) is not None:
-        capture.device, capture.port = hca[1], None
-        return True
-    if (port := _PORT.match(text)) is not None and capture.device is not None:
-        capture.port = int(port[1])
-        capture.update(capture.device, capture.port, "ibv_devinfo")
-        return True
-    in_port = capture.device is not None and capture.port is not None
-    if in_port and (fld := _FIELD.match(text)) is not None:
-        assert capture.device is not None and capture.port is not None
-        capture.update(capture.device, capture.port, "ibv_devinfo",
-                       **{"state" if fld[1] == "state" else "link_layer": fld[2]})
-        return True
-    if text.startswith("GID["):
-        gid_row = _DEVINFO_GID.match(text)
-        if gid_row is None or not in_port:
-            raise ParseError("GID line outside an ibv_devinfo port section, or not 'GID[ i]: <gid>[, RoCE vN]'",
-                             source=capture.source, line=number, excerpt=text)
-        assert capture.device is not None and capture.port is not None
-        gid = _gid(int(gid_row[1]), gid_row[2], gid_row[3], None, capture.source, number)
-        capture.add_gid(capture.device, capture.port, gid, "ibv_devinfo", number)
-        return True
-    if (link := _RDMA_LINK.match(text)) is not None:
-        values = dict(_WORD_VALUE.findall(link[3]))
-        state = values.get("state")
-        capture.update(link[1], int(link[2]), "rdma link", state=state, netdev=values.get("netdev"),
-                       # iproute2 prints subnet_prefix/lid only for InfiniBand ports (rdma/link.c)
-                       link_layer="InfiniBand" if " lid " in f" {link[3]} " else "Ethernet")
-        return True
-    return False
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "nodes": list(self.nodes), "empty_tables": list(self.empty),
+                "answers": [f.message for f in self.findings()], "read": self.read.to_dict()}
 
 
-def parse_gid_capture(text: str | bytes, *, source: str = "<gids>") -> tuple[CapturedPort, ...]:
-    """Every port in a capture, with its GIDs (sorted by index). Raises ParseError for binary input, a malformed GID
-    row, conflicting entries, or a file with no recognised line at all."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"not UTF-8 text (byte {exc.start}); pass show_gids, ibv_devinfo -v or rdma link "
-                             "output", source=source) from None
-    if "\x00" in text:
-        raise ParseError("contains NUL bytes; pass show_gids, ibv_devinfo -v or rdma link output", source=source)
-    capture = _Capture(source)
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if len(raw) > 4096:
-            raise ParseError("line longer than 4096 characters: not show_gids, ibv_devinfo or rdma link output",
-                             source=source, line=number)
-        if raw.strip():
-            _line(capture, raw, number)
-    if not capture.ports:
-        raise ParseError("no show_gids rows, ibv_devinfo port sections or rdma link lines found", source=source)
-    return tuple(capture.ports[k] for k in sorted(capture.ports))
+@dataclass
+class _Node:
+    label: str
+    gids: dict[PortKey, dict[int, Gid]] = field(default_factory=dict)
+    full: set[PortKey] = field(default_factory=set)
+    blocks: list[Block] = field(default_factory=list)
+    named: bool = False
+
+    def conflicts(self, block: Block) -> bool:
+        if block.empty_table:
+            return any(self.gids.values())
+        for key, table in block.gids.items():
+            mine = self.gids.get(key)
+            if not mine:
+                continue
+            if any(i in mine and mine[i].address != gid.address for i, gid in table.items()):
+                return True
+            if block.full and key in self.full and set(mine) != set(table):
+                return True
+        return False
+
+    def add(self, block: Block) -> None:
+        self.blocks.append(block)
+        for key, table in block.gids.items():
+            mine = self.gids.setdefault(key, {})
+            for index, gid in table.items():
+                mine.setdefault(index, gid)
+            if block.full:
+                self.full.add(key)
+
+    @property
+    def empty(self) -> bool:
+        return any(b.empty_table for b in self.blocks) and not any(self.gids.values())
+
+    def ports(self, node: str) -> list[CapturedPort]:
+        keys: dict[PortKey, list[str]] = {}
+        types: dict[PortKey, dict[int, str]] = {}
+        ndevs: dict[PortKey, dict[int, str]] = {}
+        fields: dict[PortKey, dict[str, str]] = {}
+        for block in self.blocks:
+            for key, forms in block.forms.items():
+                seen = keys.setdefault(key, [])
+                seen.extend(f for f in forms if f not in seen)
+            for source, target in ((block.types, types), (block.ndevs, ndevs)):
+                for key, by_index in source.items():
+                    target.setdefault(key, {}).update(by_index)
+            for key, named in block.fields.items():
+                target_fields = fields.setdefault(key, {})
+                for name, value in named.items():
+                    # a netdev read from the table's default entries yields to one a listing states
+                    if name != "netdev" or name not in target_fields or block.form != "show_gids":
+                        target_fields[name] = value
+        return [self._port(key, tuple(forms), types.get(key, {}), ndevs.get(key, {}), fields.get(key, {}), node)
+                for key, forms in sorted(keys.items())]
+
+    def _port(self, key: PortKey, forms: tuple[str, ...], types: dict[int, str], ndevs: dict[int, str],
+              values: dict[str, str], node: str) -> CapturedPort:
+        table = tuple(Gid(g.index, g.gid, g.type or types.get(g.index), g.ndev or ndevs.get(g.index))
+                      for _, g in sorted(self.gids.get(key, {}).items()))
+        paired = assume_pair_types(table)
+        return CapturedPort(key[0], key[1], paired or table, values.get("state"), values.get("link_layer"),
+                            values.get("netdev"), forms, node, paired is not None)
+
+
+def _host_prefix(line: Line) -> tuple[str, str]:
+    """The text and origin of a line, with a ``host: `` (pdsh) or ``N: `` (srun -l) prefix the intake left on it
+    taken off: such output inside another collector's prefix, or a short paste with prose mixed in (then no prefix
+    dominates the paste and the intake leaves them)."""
+    if line.kind != "text":
+        return line.text, line.origin
+    if (match := _PDSH.match(line.text)) is not None and any(c.isdigit() for c in match[1]):
+        return line.text[match.end():], match[1]
+    if (match := _SRUN.match(line.text)) is not None:
+        return line.text[match.end():], f"task {match[1]}"
+    return line.text, line.origin
+
+
+def _streams(text_lines: Sequence[Line], tally: Tally) -> list[Stream]:
+    """One stream of lines per host when prefixes name two or more hosts, else one for the paste."""
+    routed = [(line, *_host_prefix(line)) for line in text_lines]
+    # prose that happens to start with "node1: " must not make a one-host paste look like two
+    origins = {origin for line, text, origin in routed
+               if line.kind == "text" and origin and any(word in text for word in _TABLE_WORDS)}
+    if len(origins) < 2:
+        stream = Stream(next(iter(origins), ""), tally)
+        for line, text, _ in routed:
+            stream.feed(line, text)
+        return [stream]
+    streams: dict[str, Stream] = {}
+    for line, text, origin in routed:
+        streams.setdefault(origin, Stream(origin, tally)).feed(line, text)
+    return list(streams.values())
+
+
+def _nodes(streams: list[Stream]) -> list[_Node]:
+    named: dict[str, _Node] = {}
+    order: list[_Node] = []
+
+    def new(label: str) -> _Node:
+        node = _Node(label, named=bool(label))
+        order.append(node)
+        if label:
+            named[label] = node
+        return node
+
+    for stream in streams:
+        current: _Node | None = None
+        for block in stream.blocks:
+            if not block.forms and not block.header:
+                continue  # a command or heading with nothing read after it
+            if block.title and (current is None or current.label != block.title):
+                current = named.get(block.title) or new(block.title)
+            elif current is None:
+                current = new("")
+            if current.conflicts(block):
+                current = new("")
+            current.add(block)
+    return [n for n in order if n.blocks]
+
+
+def parse_gid_capture(data: str | bytes, *, source: str = "<gids>") -> GidCapture:
+    """Every port of a pasted GID capture, per node, with its GIDs sorted by index and a read report.
+
+    Raises ParseError for binary or empty input, or a paste where no line of any form is recognised."""
+    text = normalise(data, source=source, what=f"GID tables: {_EXPECTED}")
+    tally = Tally(text, "GID table")
+    streams = _streams(text.lines, tally)
+    tally.require(_EXPECTED)
+    nodes = _nodes(streams)
+    labels = [n.label if n.named or len(nodes) == 1 else f"#{i}" for i, n in enumerate(nodes, start=1)]
+    ports = tuple(p for node, label in zip(nodes, labels, strict=True) for p in node.ports(label))
+    forms = list(dict.fromkeys(f for p in ports for f in p.formats))
+    tally.format = f"{' + '.join(forms)} GID table" if forms else "GID table"
+    tally.sections = max(1, sum(len(n.blocks) for n in nodes))
+    return GidCapture(source, ports, tuple(labels),
+                      tuple(label for node, label in zip(nodes, labels, strict=True) if node.empty), tally.report())

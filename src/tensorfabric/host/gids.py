@@ -4,6 +4,20 @@ A RoCE port carries two GIDs per IP address, one per RoCE version (NVIDIA/nccl#7
 GIDs are not routed; IPv4 addresses appear IPv4-mapped (``::ffff:a.b.c.d``). The selection mirrors
 ``ncclIbGetGidIndex`` (src/transport/net_ib/connect.cc): family first, then valid (non-zero, non-link-local),
 then RoCE version.
+
+Two rules go beyond NCCL, for the index this project *recommends* (:func:`preferred_gid`):
+
+* **Overlays are never preferred.** One IPv4 can sit on several netdevs of one port: the RoCE netdev (a bond, a
+  PF), a VXLAN overlay stacked on it, a macvlan on the bond (openucx/ucx#9484). NCCL takes the lowest index, which
+  may be the overlay's, and its traffic then leaves with the overlay's addressing. A netdev counts as an overlay by
+  its name: it contains ``vxlan``, ``flannel``, ``geneve``, ``macvlan``, ``macvtap``, ``ipvlan``, ``docker``,
+  ``cilium`` or ``weave``, or it starts with ``cali``, ``cni``, ``veth``, ``tunl``, ``lxc``, ``virbr``, ``br-``,
+  ``kube-`` or ``mv-``. A pod's ``net1`` (Multus) is the pod's RoCE netdev, not an overlay. When every candidate is
+  on an overlay, or no netdev is known, the answer is NCCL's own.
+* **The pairing convention** (:func:`assume_pair_types`): older ``ibv_devinfo`` and a bare ``gids/*`` listing print
+  no RoCE version. mlx5 (and mlx4 in dual mode, bnxt_re) create two entries per address, RoCE v1 at index 2k and
+  v2 at 2k+1; when every address of a table sits in such a pair, the types are assumed from it, and the reader says
+  so. A table that is not all pairs gets no assumption.
 """
 
 from __future__ import annotations
@@ -13,7 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["AddrFamily", "Gid", "gid_version", "select_gid"]
+__all__ = ["AddrFamily", "Gid", "assume_pair_types", "gid_version", "is_overlay_netdev", "preferred_gid",
+           "select_gid"]
 
 AddrFamily = Literal["AF_INET", "AF_INET6"]
 
@@ -86,9 +101,44 @@ def select_gid(gids: Iterable[Gid], *, family: AddrFamily = "AF_INET", version: 
 
     Index 0 is skipped like NCCL does (it starts at 1); the lowest qualifying index wins.
     """
-    for gid in sorted(gids, key=lambda g: g.index):
-        if gid.index == 0 or not gid.valid or gid.family != family:
-            continue
-        if gid.version == version:
-            return gid
-    return None
+    found = _candidates(gids, family, version)
+    return found[0] if found else None
+
+
+_OVERLAY_WORDS = ("vxlan", "flannel", "geneve", "macvlan", "macvtap", "ipvlan", "docker", "cilium", "weave")
+_OVERLAY_STARTS = ("cali", "cni", "veth", "tunl", "lxc", "virbr", "br-", "kube-", "mv-")
+
+
+def is_overlay_netdev(name: str | None) -> bool:
+    """Whether a GID's netdev is an overlay or a virtual device stacked on the RoCE netdev (judged by its name)."""
+    if not name:
+        return False
+    low = name.lower()
+    return low.startswith(_OVERLAY_STARTS) or any(word in low for word in _OVERLAY_WORDS)
+
+
+def _candidates(gids: Iterable[Gid], family: AddrFamily, version: int) -> list[Gid]:
+    return [g for g in sorted(gids, key=lambda g: g.index)
+            if g.index != 0 and g.valid and g.family == family and g.version == version]
+
+
+def preferred_gid(gids: Iterable[Gid], *, family: AddrFamily = "AF_INET", version: int = 2) -> Gid | None:
+    """The GID to recommend: NCCL's choice (:func:`select_gid`), except that an overlay netdev's entry is passed over
+    for the lowest one on a netdev that is not an overlay."""
+    found = _candidates(gids, family, version)
+    return next((g for g in found if not is_overlay_netdev(g.ndev)), found[0] if found else None)
+
+
+def assume_pair_types(gids: Iterable[Gid]) -> tuple[Gid, ...] | None:
+    """The GIDs typed by the pairing convention (v1 at 2k, v2 at 2k+1), or ``None`` when it does not fit: some entry
+    is typed already, or some entry's pair partner (index 2k+1 for 2k, 2k for 2k+1) is missing or holds another
+    address."""
+    table = sorted(gids, key=lambda g: g.index)
+    if not table or any(g.type for g in table):
+        return None
+    by_index = {g.index: g for g in table}
+    for gid in table:
+        partner = by_index.get(gid.index ^ 1)
+        if partner is None or partner.address != gid.address:
+            return None
+    return tuple(Gid(g.index, g.gid, "RoCE v2" if g.index % 2 else "RoCE v1", g.ndev) for g in table)

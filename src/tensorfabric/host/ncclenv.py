@@ -25,7 +25,7 @@ from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.discovery import affinity
-from tensorfabric.host.gids import AddrFamily, select_gid
+from tensorfabric.host.gids import AddrFamily, preferred_gid, select_gid
 from tensorfabric.host.pci import DISTANCES, Distance, worst
 from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
 from tensorfabric.topology import Nic
@@ -222,9 +222,10 @@ def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
 
 def gid_choice(ports: Sequence[RdmaPort], version: tuple[int, int] | None) -> tuple[
         dict[str, int | None], list[Finding]]:
-    """Per port, the RoCE v2 IPv4 GID index NCCL >= 2.21 would pick (``None`` where there is none), with a warning
-    for ports without one and for ports that disagree (which only a pinned NCCL_IB_GID_INDEX cannot live with)."""
-    chosen = {p.name: select_gid(p.gids, family="AF_INET") for p in ports}
+    """Per port, the RoCE v2 IPv4 GID index NCCL >= 2.21 would pick, or the RoCE netdev's where that pick sits on an
+    overlay (``None`` where there is none), with a warning for ports without one and for ports that disagree (which
+    only a pinned NCCL_IB_GID_INDEX cannot live with)."""
+    chosen = {p.name: preferred_gid(p.gids, family="AF_INET") for p in ports}
     choice = {name: g.index if g is not None else None for name, g in chosen.items()}
     findings: list[Finding] = []
     missing = [name for name, index in choice.items() if index is None]
