@@ -11,7 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,12 @@ from tensorfabric.cli.env import plan_from_spec, read_text_file
 from tensorfabric.errors import InputError
 
 if TYPE_CHECKING:
+    from tensorfabric.host.doctor import DoctorReport
+    from tensorfabric.host.gid_capture import GidCapture
     from tensorfabric.host.mlnx_qos import MlnxQos
+    from tensorfabric.host.nccl_log import NcclLogReport
+    from tensorfabric.host.nccl_tests import NcclTestsReport
+    from tensorfabric.host.ucx_report import UcxLogReport
 
 __all__ = ["cli"]
 
@@ -60,14 +65,20 @@ def _mlnx_qos(files: Sequence[str], live_netdevs: Sequence[str]) -> dict[str, Ml
 @click.option("--mlnx-qos", "qos_files", multiple=True, metavar="IF=FILE",
               help="Captured `mlnx_qos -i IF` output (repeatable); on the live host the tool runs when present.")
 @click.option("--gids", "gids_path", default=None, metavar="FILE",
-              help="Captured GID tables (show_gids, ibv_devinfo -v, rdma link) to judge instead of sysfs.")
+              help="Captured GID tables (show_gids, ibv_devinfo -v, sysfs gids; rdma link, ibstat) to judge "
+                   "instead of sysfs.")
 @click.option("--ucx-log", "ucx_path", default=None, metavar="FILE",
               help="UCX/NIXL log (UCX_LOG_LEVEL=info UCX_PROTO_INFO=y) whose data path to classify.")
 @click.option("--require-rdma", is_flag=True, help="With --ucx-log: error unless the log proves an RDMA data path.")
-@json_option("Machine output: {findings, host, tcp_path, nccl_log, gid_tables, ucx_log}.")
+@click.option("--nccl-tests", "nccl_tests_path", default=None, metavar="FILE",
+              help="nccl-tests/rccl-tests *_perf output: busbw per size, #wrong, busbw against the line rate.")
+@click.option("--line-rate", default=None, metavar="RATE",
+              help="Network rate per node that nccl-tests busbw is compared with: 400G, 8x400G "
+                   "(default: this host's active RoCE ports).")
+@json_option("Machine output: {findings, host, tcp_path, nccl_log, gid_tables, ucx_log, nccl_tests}.")
 def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dscp: int | None,
         qos_files: tuple[str, ...], gids_path: str | None, ucx_path: str | None, require_rdma: bool,
-        as_json: bool) -> int:
+        nccl_tests_path: str | None, line_rate: str | None, as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
     from tensorfabric.cli._common import console, render_findings
     from tensorfabric.fsutil import locate_sysfs
@@ -76,6 +87,7 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.hostname import resolve_hostname
     from tensorfabric.host.nccl_log import parse_nccl_log
+    from tensorfabric.host.nccl_tests import line_rate_flag, parse_nccl_tests
     from tensorfabric.host.ucx_report import parse_ucx_report
 
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
@@ -83,13 +95,16 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     gids = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     where = locate_sysfs(sysfs_root, need_root=True)
     ucx = parse_ucx_report(read_text_file(ucx_path, "UCX log"), source=ucx_path) if ucx_path else None
+    rate = line_rate_flag(line_rate) if line_rate else None
+    perf = parse_nccl_tests(read_text_file(nccl_tests_path, "nccl-tests output"),
+                            source=nccl_tests_path) if nccl_tests_path else None
     inv = discover(sysfs_root)
     live = where.root == Path("/")
     qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if live else [])
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
                         mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
                         hostname=resolve_hostname(socket.gethostname()) if live else None, ucx_log=ucx,
-                        require_rdma=require_rdma)
+                        require_rdma=require_rdma, nccl_tests=perf, line_rate=rate)
     if as_json:
         extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
         render_findings(report.findings, as_json=True, extra=extra)
@@ -99,17 +114,41 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     ports = ", ".join(f"{p['port']} {p['link_layer'] or '?'} {p['state'] or '?'}" for p in host["rdma_ports"])
     con.print(f"host {host['root']}: RDMA ports: {ports or 'none'}; GPUs: {host['gpus']}; "
               f"TCP path: {report.tcp_path.interface or 'none'}; --sysfs-root {where.note}")
-    if log is not None:
-        gdr = {True: "on", False: "off", None: "unknown"}[log.gpudirect]
-        con.print(f"NCCL log {log.source}: transport {log.transport}, GPUDirect {gdr}, scope {log.scope}, devices "
-                  f"{', '.join(str(d) for d in log.devices) or 'none'}; proof: {log.proof or 'none'}")
-        con.print("job environment (from the log): " + (", ".join(f"{k}={v}" for k, v in sorted(
-            log.environment.items())) or "not logged"))
-    if ucx is not None:
-        con.print(f"UCX log {ucx.source}: class {ucx.transport.kind}, verdict {ucx.verdict}, lanes "
-                  f"{', '.join(ucx.transport.lanes) or 'none'}, devices {', '.join(ucx.devices) or 'none'}")
-    for table in report.to_dict().get("gid_tables", []):
-        con.print(f"GID table {table['device']}:{table['port']}: recommended index "
-                  f"{table['recommended_index'] if table['recommended_index'] is not None else 'none'}")
+    for line in _read_lines(report, log, ucx, perf, gids):
+        con.print(line, markup=False)
     render_findings(report.findings, as_json=False, title="Doctor findings")
     return report.exit_code
+
+
+_EVIDENCE = {"data-path": "proven by a data path", "selected": "selected, not proven by a data path",
+             "devices": "only the devices listed, not proven by a data path", "none": "nothing in the log says"}
+
+
+def _read_lines(report: DoctorReport, log: NcclLogReport | None, ucx: UcxLogReport | None,
+                perf: NcclTestsReport | None, gids: GidCapture | None) -> Iterator[str]:
+    """For people: per pasted input, what was read (one line) and what it says."""
+    from tensorfabric.host.nccl_tests import summary_line
+
+    if log is not None:
+        if log.read is not None:
+            yield log.read.summary()
+        yield (f"NCCL log {log.source}: transport {log.transport} ({_EVIDENCE[log.evidence]}), GPUDirect "
+               f"{log.gpudirect_mode}, scope {log.scope}, devices {', '.join(str(d) for d in log.devices) or 'none'}"
+               f"; proof: {log.proof or 'none'}")
+        yield "job environment (from the log): " + (", ".join(f"{k}={v}" for k, v in sorted(
+            log.environment.items())) or "not logged")
+    if ucx is not None:
+        yield ucx.read.summary()
+        yield f"UCX log {ucx.source}: {ucx.summary()}"
+    if perf is not None:
+        yield perf.read.summary()
+        yield from (summary_line(table, report.line_rate) for table in perf.tables)
+    if gids is not None:
+        yield gids.read.summary()
+    for table in report.to_dict().get("gid_tables", []):
+        node = f"{table['node']} " if table["node"] else ""
+        yield (f"GID table {node}{table['device']}:{table['port']}: recommended index "
+               f"{table['recommended_index'] if table['recommended_index'] is not None else 'none'}"
+               f"{' (RoCE v1/v2 assumed from the mlx5 pairing)' if table['types_assumed'] else ''}")
+    for answer in gids.findings() if gids is not None else ():
+        yield f"{answer.subject}: {answer.message}"

@@ -9,11 +9,12 @@ from typing import Any, Literal
 from tensorfabric import roce
 from tensorfabric.findings import Finding, exit_code_for
 from tensorfabric.host.checks import DoctorContext, run_checks
-from tensorfabric.host.checks.gids import port_findings
+from tensorfabric.host.checks.gids import captured_port_findings
 from tensorfabric.host.discovery import affinity
-from tensorfabric.host.gid_capture import CapturedPort, recommended_index
+from tensorfabric.host.gid_capture import CapturedPort, GidCapture, recommended_index
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
+from tensorfabric.host.nccl_tests import LineRate, NcclTestsReport, report_dict, resolve_line_rate
 from tensorfabric.host.ncclenv import tcp_interface
 from tensorfabric.host.records import HostInventory, HostName, RouteChoice
 from tensorfabric.host.ucx_report import UcxLogReport
@@ -28,10 +29,14 @@ class DoctorReport:
     tcp_path: RouteChoice
     nccl_log: NcclLogReport | None = None
     mlnx_qos: Mapping[str, MlnxQos] | None = None
-    gid_tables: tuple[CapturedPort, ...] | None = None
+    gid_tables: Sequence[CapturedPort] | None = None
+    """Captured GID tables (a :class:`GidCapture`)."""
     hostname: HostName | None = None
     environment_source: str = "shell"
     ucx_log: UcxLogReport | None = None
+    nccl_tests: NcclTestsReport | None = None
+    line_rate: LineRate | None = None
+    """What nccl-tests busbw was compared with."""
 
     @property
     def exit_code(self) -> int:
@@ -58,17 +63,23 @@ class DoctorReport:
             out["mlnx_qos"] = {name: q.to_dict() for name, q in sorted(self.mlnx_qos.items())}
         if self.gid_tables is not None:
             out["gid_tables"] = gid_table_summary(self.gid_tables)
+            if isinstance(self.gid_tables, GidCapture):
+                out["gid_capture"] = self.gid_tables.to_dict()
         if self.ucx_log is not None:
             out["ucx_log"] = self.ucx_log.to_dict()
+        if self.nccl_tests is not None:
+            out["nccl_tests"] = report_dict(self.nccl_tests, self.line_rate)
         return out
 
 
 def gid_table_summary(ports: Sequence[CapturedPort]) -> list[dict[str, Any]]:
-    """Per captured port: the recommended GID index (``None`` without a RoCE v2 IPv4 GID) and its findings."""
+    """Per captured port (and node): the recommended GID index (``None`` without a RoCE v2 IPv4 GID) and its
+    findings."""
     out = []
     for port in ports:
-        findings = port_findings(port.as_port()) if port.is_roce else []
-        out.append({"device": port.device, "port": port.port, "recommended_index": recommended_index(port),
+        findings = captured_port_findings(port) if port.is_roce else []
+        out.append({"node": port.node, "device": port.device, "port": port.port,
+                    "recommended_index": recommended_index(port), "types_assumed": port.types_assumed,
                     "netdev": port.netdev, "state": port.state, "link_layer": port.link_layer or
                     ("Ethernet" if port.is_roce else None), "formats": list(port.formats),
                     "gids": [g.describe() for g in port.gids], "findings": [f.to_dict() for f in findings]})
@@ -79,13 +90,15 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
                roce_priority: int | None = None, mtu: int | None = None,
                nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None,
                gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None,
-               ucx_log: UcxLogReport | None = None, require_rdma: bool = False) -> DoctorReport:
+               ucx_log: UcxLogReport | None = None, require_rdma: bool = False,
+               nccl_tests: NcclTestsReport | None = None, line_rate: LineRate | None = None) -> DoctorReport:
     """All checks. ``environ`` is this shell's environment; /etc/nccl.conf values apply beneath it, as in NCCL.
 
     With ``nccl_log`` the NCCL variables judged are the logged job's own (``X set by environment to Y``), never
     ``environ``: a verdict about someone else's run must not depend on the shell the doctor runs in.
     """
     source: Literal["shell", "log"]
+    line_rate = resolve_line_rate(inv, line_rate) if nccl_tests is not None else line_rate
     if nccl_log is not None:
         merged, source, complete = dict(nccl_log.environment), "log", nccl_log.env_logged
     else:
@@ -93,8 +106,9 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
         source, complete = "shell", True
     ctx = DoctorContext(inv, merged, environ_source=source, environ_complete=complete, roce_dscp=roce_dscp,
                         roce_priority=roce_priority, mtu=mtu, nccl_log=nccl_log, mlnx_qos=mlnx_qos or {},
-                        captured_gids=tuple(gid_tables) if gid_tables is not None else None, hostname=hostname,
-                        ucx_log=ucx_log, require_rdma=require_rdma)
+                        captured_gids=gid_tables, hostname=hostname,
+                        ucx_log=ucx_log, require_rdma=require_rdma, nccl_tests=nccl_tests,
+                        nccl_tests_line_rate=line_rate)
     findings = run_checks(ctx)
     if source == "log":
         where = f"log {nccl_log.source} env " if nccl_log is not None else "log env "
@@ -102,4 +116,5 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
                             evidence={**f.evidence, "environment_source": "log"})
                     if f.subject.startswith("env ") else f for f in findings]
     return DoctorReport(tuple(findings), inv, tcp_interface(inv), nccl_log, mlnx_qos,
-                        tuple(gid_tables) if gid_tables is not None else None, hostname, source, ucx_log)
+                        gid_tables, hostname, source, ucx_log,
+                        nccl_tests, line_rate)

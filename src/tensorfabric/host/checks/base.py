@@ -6,7 +6,7 @@ of its topic (rdma, gids, ncclvars, mtu, ecn, log). Checks never raise for what 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -15,6 +15,7 @@ from tensorfabric.findings import Finding
 from tensorfabric.host.gid_capture import CapturedPort
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
+from tensorfabric.host.nccl_tests import LineRate, NcclTestsReport
 from tensorfabric.host.records import HostInventory, HostName, RdmaPort
 from tensorfabric.host.ucx_report import UcxLogReport
 from tensorfabric.registry import Registry
@@ -38,14 +39,19 @@ class DoctorContext:
     nccl_log: NcclLogReport | None = None
     mlnx_qos: Mapping[str, MlnxQos] = field(default_factory=dict)
     """Per-netdev ``mlnx_qos`` state, when the tool ran or a capture was given."""
-    captured_gids: tuple[CapturedPort, ...] | None = None
-    """GID tables from ``--gids FILE``; they replace sysfs as the GID evidence when given."""
+    captured_gids: Sequence[CapturedPort] | None = None
+    """GID tables from ``--gids FILE`` (a :class:`~tensorfabric.host.gid_capture.GidCapture`); they replace sysfs
+    as the GID evidence when given."""
     hostname: HostName | None = None
     """This host's name and what it resolves to (live host only)."""
     ucx_log: UcxLogReport | None = None
     """A UCX/NIXL log from ``--ucx-log FILE``."""
     require_rdma: bool = False
     """Whether a UCX log that does not prove RDMA is an error rather than a warning."""
+    nccl_tests: NcclTestsReport | None = None
+    """nccl-tests output from ``--nccl-tests FILE``."""
+    nccl_tests_line_rate: LineRate | None = None
+    """What its busbw is compared with: ``--line-rate``, else this host's active RoCE ports."""
 
     @property
     def priority(self) -> int:
