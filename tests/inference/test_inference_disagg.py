@@ -126,6 +126,9 @@ def test_split_and_config_refuse_bad_input(base: RunConfig) -> None:
         DisaggConfig(run=base, prefill=2, decode=1, prefill_tp=1).check()
     with pytest.raises(InputError, match="pp"):
         DisaggConfig(run=replace(base, pp=2)).check()
+    # Checked before any rank starts: the tiny model's 4 KV heads do not split over a decode tp of 3.
+    with pytest.raises(InputError, match="--disaggregate 1:3: the decode side's tp=3 does not divide"):
+        DisaggConfig(run=base, prefill=1, decode=3).check()
 
 
 def test_summary_takes_the_slowest_prefill_rank_and_the_link_rate() -> None:

@@ -113,3 +113,26 @@ def test_under_torchrun_and_env_helpers() -> None:
     assert "OMP_NUM_THREADS" not in torchrun_env(0, 4, 2222, parent={"OMP_NUM_THREADS": "3"})
     with pytest.raises(TransferError, match="nprocs"):
         spawn(light.raises, 0)
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_failure_is_one_line_naming_the_rank_the_class_and_the_message() -> None:
+    from tensorfabric.errors import InputError
+    from tensorfabric.transfer.launch import SpawnInputError
+
+    with pytest.raises(SpawnError) as info:
+        spawn(light.input_error, 2, timeout_s=40)
+    err = info.value
+    assert str(err) == "rank 1 failed: InputError: 3 KV heads do not split over tp 2 (1 other rank stopped after it)"
+    assert isinstance(err, SpawnInputError) and isinstance(err, InputError)  # bad input found in a rank: exit 2
+    assert "Traceback" in err.detail() and "--- rank 0 ---" in err.detail()
+
+
+@pytest.mark.timeout(60)
+def test_a_stopped_rank_ends_the_launch_within_its_timeout_plus_two_seconds() -> None:
+    t0 = time.monotonic()
+    with pytest.raises(SpawnError) as info:
+        spawn(light.stops_itself, 2, timeout_s=4)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 4 + 2, f"the launch took {elapsed:.1f} s with --timeout 4 s"  # a bound, the acceptance's
+    assert "timed out after 4 s" in str(info.value) and "\n" not in str(info.value)

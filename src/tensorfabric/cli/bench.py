@@ -23,7 +23,7 @@ from tensorfabric.cli._options import (
     lab_options,
     timeout_option,
 )
-from tensorfabric.errors import InputError, TransferError
+from tensorfabric.errors import InputError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
 
@@ -123,7 +123,7 @@ def _plot(path: str, results: list[Any]) -> None:
 def _sweep(config: Any, nproc: int, timeout_s: float, engine: str = "auto", require: str = "warn",
            stream: bool = False) -> Any:
     from tensorfabric.transfer.bench import rank_bytes
-    from tensorfabric.transfer.launch import SpawnError, spawn, under_torchrun
+    from tensorfabric.transfer.launch import spawn, under_torchrun
 
     show = sys.stderr.isatty() and sys.stdout.isatty()
     args = (config, show, timeout_s, engine, require, stream)
@@ -134,13 +134,7 @@ def _sweep(config: Any, nproc: int, timeout_s: float, engine: str = "auto", requ
     _check_memory(rank_bytes(config, nproc), nproc, config)
     if nproc == 1:
         return _run_rank(0, *args)
-    try:
-        return spawn(_run_rank, nproc, args=args, timeout_s=timeout_s * 4 + 60)[0]
-    except SpawnError as exc:
-        cause = exc.root_cause()
-        if cause is None:
-            raise
-        raise TransferError(f"a rank failed: {cause}", op="bench") from exc
+    return spawn(_run_rank, nproc, args=args, timeout_s=timeout_s * 4 + 60)[0]
 
 
 def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "/proc/meminfo") -> None:

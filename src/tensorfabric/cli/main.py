@@ -115,6 +115,9 @@ def _interrupted(exc: BaseException | None) -> int:
 def _debug() -> None:
     if _state["debug"]:
         traceback.print_exc(file=sys.stderr)
+        detail = getattr(sys.exc_info()[1], "detail", None)
+        if callable(detail):  # errors that carry other processes' tracebacks (spawned ranks)
+            print(detail(), file=sys.stderr)
 
 
 def _main(args: list[str]) -> int:
@@ -141,7 +144,8 @@ def _main(args: list[str]) -> int:
         return 2
     except TensorFabricError as exc:
         _debug()
-        click.echo(f"tensorfabric: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+        name = getattr(exc, "display_name", type(exc).__name__)
+        click.echo(f"tensorfabric: {name + ': ' if name else ''}{_one_line(str(exc))}", err=True)
         return 1
     except KeyboardInterrupt as exc:
         return _interrupted(exc)

@@ -234,7 +234,8 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         if tp * pp == 1:
             results = [_rank_main(0, replace(cfg), show)]
         else:
-            results = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s) + 60)
+            # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
+            results = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s))
         result = results[0]
         if logits_path is not None:
             _save_logits(Path(logits_path), results[logits_rank])

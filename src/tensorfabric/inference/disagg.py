@@ -79,6 +79,20 @@ class DisaggConfig:
             raise InputError("--disaggregate does not combine with --codec")
         if self.block_tokens < 1 or self.chunks < 1 or self.slots < 1:
             raise InputError("block tokens, chunks and slots must be positive")
+        self._check_split()
+
+    def _check_split(self) -> None:
+        """Each side's tp must split the model, checked before any rank starts (a rank would find it too, as one
+        of several tracebacks)."""
+        from tensorfabric.inference.config import load_config
+        from tensorfabric.inference.plan import check_parallel
+
+        model = load_config(Path(self.run.model_dir))
+        for side, tp in (("prefill", self.ptp), ("decode", self.dtp)):
+            try:
+                check_parallel(model, tp, 1)
+            except InputError as exc:
+                raise InputError(f"--disaggregate {self.prefill}:{self.decode}: the {side} side's {exc}") from None
 
 
 @dataclass

@@ -35,14 +35,16 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.errors import TransferError
+from tensorfabric.errors import InputError, TensorFabricError, TransferError
 from tensorfabric.fsutil import SCRATCH_ENV
 from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["SpawnError", "free_port", "spawn", "torchrun_env", "under_torchrun"]
+__all__ = ["RankFailure", "SpawnError", "SpawnInputError", "free_port", "spawn", "spawn_error", "torchrun_env",
+           "under_torchrun"]
 
 _TORCHRUN_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 # Seconds a rank that exited cleanly may take before its result shows up on the queue (the queue's feeder
@@ -50,25 +52,74 @@ _TORCHRUN_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _REPORT_LAG_S = 3.0
 
 
-class SpawnError(TransferError):
-    """One or more spawned ranks failed. ``failures`` maps rank -> traceback (or a description)."""
+@dataclass(frozen=True, slots=True)
+class RankFailure:
+    """Why one rank did not return: the exception it raised, or how its process ended."""
 
-    def __init__(self, message: str, failures: Mapping[int, str], results: Mapping[int, Any] | None = None) -> None:
-        self.failures = dict(sorted(failures.items()))
+    rank: int
+    error: str
+    """The exception's class name (``TransferError``); "" when the rank died or was stopped without raising."""
+    message: str
+    """The exception's message, or what happened to the process, on one line."""
+    detail: str = ""
+    """The rank's traceback, or its Python stack when it was stopped: shown with ``--debug`` only."""
+    input_error: bool = False
+    """The rank raised :class:`~tensorfabric.errors.InputError` (bad input found inside a rank: exit 2)."""
+
+    def line(self) -> str:
+        return f"rank {self.rank} failed: {self.error}: {self.message}" if self.error else \
+            f"rank {self.rank} {self.message}"
+
+
+class SpawnError(TransferError):
+    """One or more spawned ranks failed: one line naming the first rank's cause; every rank's detail in
+    :attr:`causes` (and :meth:`detail` for ``--debug``)."""
+
+    display_name = ""
+    """The CLI prints the message alone: it already names the rank and the exception class."""
+
+    def __init__(self, message: str, failures: Mapping[int, RankFailure | str],
+                 results: Mapping[int, Any] | None = None, first: int | None = None) -> None:
+        self.causes = {r: f if isinstance(f, RankFailure) else RankFailure(r, "", f.strip().splitlines()[-1]
+                                                                             if f.strip() else "failed", f)
+                       for r, f in sorted(failures.items())}
+        self.failures = {r: (c.detail or c.message) if c.error else "\n".join(filter(None, (c.message, c.detail)))
+                         for r, c in self.causes.items()}
+        """rank -> traceback (or a description): what each rank left."""
         self.results = dict(sorted((results or {}).items()))
         """Return values of the ranks that did finish (rank -> value)."""
-        detail = "\n".join(f"--- rank {r} ---\n{text.rstrip()}" for r, text in self.failures.items())
-        first = min(self.failures) if self.failures else None
-        super().__init__(f"{message}\n{detail}" if detail else message, op="spawn", peer=first)
+        head = self.causes.get(first) if first is not None else None
+        head = head or next((c for c in self.causes.values() if c.error), None) or next(iter(self.causes.values()),
+                                                                                      None)
+        others = len(self.causes) - 1
+        text = head.line() if head is not None else message
+        if others > 0:
+            text += f" ({others} other rank{'s' if others > 1 else ''} stopped after it)"
+        TensorFabricError.__init__(self, text)
+        self.op, self.group, self.peer = "spawn", "", head.rank if head is not None else None
+        self.summary = message
+        self.input_error = head is not None and head.input_error
 
     def root_cause(self) -> str | None:
-        """The exception line of the lowest rank that raised (``TransferError: ...``), or None when no
-        rank raised (they died or hung). What a CLI shows in one line."""
-        for text in self.failures.values():
-            lines = [line for line in text.strip().splitlines() if line.strip()]
-            if lines and text.startswith("Traceback"):
-                return lines[-1].strip()
-        return None
+        """``Class: message`` of the first rank that raised, or None when no rank raised (they died or hung)."""
+        head = next((c for c in self.causes.values() if c.error), None)
+        return f"{head.error}: {head.message}" if head is not None else None
+
+    def detail(self) -> str:
+        """Every rank's traceback or stack, for ``--debug``."""
+        return "\n".join(f"--- rank {r} ---\n{c.detail.rstrip() or c.message}" for r, c in self.causes.items())
+
+
+class SpawnInputError(SpawnError, InputError):
+    """A rank found bad input (InputError) that the launcher could not check first: still exit 2."""
+
+
+def spawn_error(message: str, failures: Mapping[int, RankFailure], results: Mapping[int, Any] | None = None,
+                first: int | None = None) -> SpawnError:
+    error = SpawnError(message, failures, results, first)
+    if error.input_error:
+        return SpawnInputError(message, failures, results, first)
+    return error
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -109,15 +160,17 @@ def _child(rank: int, fn: Callable[..., Any], args: tuple[Any, ...], env: dict[s
     try:
         value = fn(rank, *args)
         payload = pickle.dumps(value)
-    except BaseException:  # noqa: BLE001 -- everything goes back to the parent, including SystemExit
-        results.put((rank, False, traceback.format_exc()))
+    except BaseException as exc:  # noqa: BLE001 -- everything goes back to the parent, including SystemExit
+        message = " ".join(str(exc).split())[:2000] or repr(exc)
+        results.put((rank, False, RankFailure(rank, type(exc).__name__, message, traceback.format_exc(),
+                                              isinstance(exc, InputError))))
         return
     results.put((rank, True, payload))
 
 
 def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), timeout_s: float = 120.0,
           env: Mapping[str, str] | None = None, master_port: int | None = None,
-          grace_s: float = 10.0) -> list[Any]:
+          grace_s: float = 2.0) -> list[Any]:
     """Run ``fn(rank, *args)`` in ``nprocs`` fresh processes; return their results in rank order.
 
     ``fn`` and ``args`` must be picklable (a module-level function). Return values travel back pickled. Raises
@@ -147,15 +200,17 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
             _stop(procs)
             results.close()
     if failures:
-        raise SpawnError(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values)
+        raise spawn_error(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values,
+                          first=next(iter(failures)))
     return [values[r] for r in range(nprocs)]
 
 
 def _collect(procs: list[Any], results: Any, timeout_s: float, grace_s: float,
-             stack_dir: str) -> tuple[dict[int, Any], dict[int, str], str]:
+             stack_dir: str) -> tuple[dict[int, Any], dict[int, RankFailure], str]:
+    """Results and failures, the first failure first; the whole wait never passes ``timeout_s``."""
     nprocs = len(procs)
     values: dict[int, Any] = {}
-    failures: dict[int, str] = {}
+    failures: dict[int, RankFailure] = {}
     exited_at: dict[int, float] = {}
     deadline = time.monotonic() + timeout_s
     reason = ""
@@ -182,33 +237,42 @@ def _collect(procs: list[Any], results: Any, timeout_s: float, grace_s: float,
                 continue
             first_seen = exited_at.setdefault(rank, now)
             if proc.exitcode != 0 or now - first_seen > _REPORT_LAG_S:
-                failures[rank] = f"process exited with code {proc.exitcode} without a result"
+                failures[rank] = RankFailure(rank, "", f"process exited with code {proc.exitcode} without a result")
                 if not reason:
                     reason = f"rank {rank} died (exit code {proc.exitcode})"
                     deadline = min(deadline, now + grace_s)
     pending = [r for r in range(nprocs) if r not in values and r not in failures]
-    for rank in pending:
-        failures[rank] = _dump_stack(procs[rank], Path(stack_dir) / f"rank{rank}.stack", reason)
+    stacks = _dump_stacks([procs[r] for r in pending], [Path(stack_dir) / f"rank{r}.stack" for r in pending])
+    for rank, stack in zip(pending, stacks, strict=True):
+        failures[rank] = RankFailure(rank, "", f"was still running when the launch stopped ({reason})", stack)
     return values, failures, reason
 
 
-def _dump_stack(proc: Any, stack_file: Path, reason: str) -> str:
-    if proc.is_alive() and proc.pid is not None:
-        try:
-            os.kill(proc.pid, signal.SIGUSR1)
-            time.sleep(0.5)
-        except ProcessLookupError:
-            pass
-    stack = stack_file.read_text() if stack_file.exists() else ""
-    return f"still running when the launch stopped ({reason}); its stack:\n{stack or '(not available)'}"
+def _dump_stacks(procs: list[Any], stack_files: list[Path]) -> list[str]:
+    """Each still-running rank's Python stacks (faulthandler on SIGUSR1), all asked at once."""
+    asked = False
+    for proc in procs:
+        if proc.is_alive() and proc.pid is not None:
+            try:
+                os.kill(proc.pid, signal.SIGUSR1)
+                asked = True
+            except ProcessLookupError:
+                pass
+    if asked:
+        time.sleep(0.5)
+    return [(f.read_text() if f.exists() else "") or "(not available: the process was stopped or gone)"
+            for f in stack_files]
 
 
 def _stop(procs: list[Any]) -> None:
+    """Stop every rank within about a second: SIGTERM, then SIGKILL (a SIGSTOPped rank never sees SIGTERM)."""
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
+    until = time.monotonic() + 1.0
     for proc in procs:
-        proc.join(timeout=5.0)
+        proc.join(timeout=max(0.0, until - time.monotonic()))
+    for proc in procs:
         if proc.is_alive():
             proc.kill()
             proc.join(timeout=5.0)
