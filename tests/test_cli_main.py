@@ -98,3 +98,13 @@ def test_piped_output_never_folds_a_token_at_80_columns() -> None:
     assert human.returncode == 1 and findings
     for finding in findings:
         assert finding["rule"] in human.stdout and finding["subject"] in human.stdout
+
+
+def test_deeply_nested_links_yaml_is_bad_input_not_an_internal_error(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "links.yaml"
+    deep.write_text("[" * 20000)
+    sysfs = Path(__file__).resolve().parent / "fixtures" / "sysfs" / "mlx5-roce"
+    assert main(["monitor", "--links", str(deep), "--once", "--source", f"sysfs:{sysfs}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--links" in err[0] and "nesting depth" in err[0]

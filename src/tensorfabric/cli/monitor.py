@@ -39,7 +39,11 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
 
     raw = read_input(path, "--links")
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        # libyaml's loader caps nesting depth; the pure-Python one recurses until RecursionError
+        data = yaml.load(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except RecursionError:
+        raise InputError(f"--links {path!r}: nested too deeply; give a flat YAML or JSON list of links such as "
+                         "'leaf0:Ethernet0 h0:1'") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"--links {path!r}: not UTF-8 text (byte {exc.start}); give a YAML or JSON list of "
                          "links such as 'leaf0:Ethernet0 h0:1'") from None
@@ -60,6 +64,19 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _spec(spec: str) -> str:
+    """``--source PATH`` (no KIND, an existing file) is ``file:PATH``: the format is sniffed from the text."""
+    kind, sep, _ = spec.partition(":")
+    if (not sep or kind not in SOURCES) and Path(spec).is_file():
+        return f"file:{spec}"
+    return spec
+
+
+def _reads(monitor: Any) -> dict[str, Any]:
+    """The read report of every source of pasted text, by source name."""
+    return {s.name: s.last_read for s in monitor.sources if getattr(s, "last_read", None) is not None}
 
 
 def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint], ...]) -> Any:
@@ -86,7 +103,8 @@ def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint
 @click.command("monitor")
 @click.option("--source", "sources", multiple=True, metavar="KIND:ARG",
               help=f"Counter source (repeatable), KIND one of {', '.join(SOURCES.names())}; e.g. sysfs:/sys, "
-                   "ethtool:eth0, replay:trace.jsonl.")
+                   "ethtool:eth0, replay:trace.jsonl, file:paste.txt (any pasted counter output, format sniffed; "
+                   "a bare existing PATH means file:PATH).")
 @click.option("--interval", type=DURATION, default="15s", show_default=True, help="Time between polls.")
 @click.option("--serve", "listen", metavar="HOST:PORT", help="Serve Prometheus metrics, e.g. 127.0.0.1:9108.")
 @click.option("--allow-remote", is_flag=True, help="Allow --serve on a non-loopback address.")
@@ -131,7 +149,7 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     counters = CounterFilter.parse(counters_allow, counters_deny, counters_max)
     ctx = SourceContext(clock=clock, counters=counters) if host_label is None else SourceContext(
         host=host_label, clock=clock, counters=counters)
-    opened = [open_source(spec, ctx) for spec in sources]
+    opened = [open_source(_spec(spec), ctx) for spec in sources]
     monitor = Monitor(opened, detectors=load(detector_names), limits=_thresholds(settings, _links(links_path)),
                       clock=clock, source_deadline_s=source_deadline)
     total = 1 if once else polls
@@ -224,11 +242,17 @@ def _const_labels(items: tuple[str, ...]) -> dict[str, str]:
 
 def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int,
           findings: list[Any]) -> None:
+    reads = _reads(monitor)
     if as_json and once:
         emit_json({"samples": [s.to_dict() for s in result.samples], "alerts": [a.to_dict() for a in result.alerts],
                    "errors": {k: list(v) for k, v in result.errors.items()},
-                   "findings": [f.to_dict() for f in findings]})
+                   "findings": [f.to_dict() for f in findings],
+                   "read": {name: report.to_dict() for name, report in reads.items()}})
         return
+    for report in reads.values():
+        log.info("%s", report.summary())
+        for warning in report.warnings[:5]:
+            log.warning("%s: %s", report.source, warning)
     if as_json:
         click.echo(json.dumps({"time": result.time, "alerts": [a.to_dict() for a in result.alerts],
                                "errors": {k: list(v) for k, v in result.errors.items()}}))

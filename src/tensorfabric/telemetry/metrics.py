@@ -135,6 +135,8 @@ _SPECS = (
     # Switch queues, priority groups, watchdog (SONiC COUNTERS_DB).
     MetricSpec("roce_queue_packets_total", "counter", "packets", "Packets dequeued (transmitted) by a queue",
                (*_HDP, "queue")),
+    MetricSpec("roce_queue_bytes_total", "counter", "bytes", "Bytes dequeued (transmitted) by a queue",
+               (*_HDP, "queue")),
     MetricSpec("roce_queue_occupancy_bytes", "gauge", "bytes", "Current queue occupancy", (*_HDP, "queue")),
     MetricSpec("roce_queue_watermark_bytes", "gauge", "bytes", "Queue shared-buffer high-water mark",
                (*_HDP, "queue")),
@@ -149,6 +151,10 @@ _SPECS = (
                (*_HDP, "queue")),
     MetricSpec("roce_pfcwd_stormed", "gauge", "bool", "1 while the watchdog holds the queue in storm state",
                (*_HDP, "queue")),
+    # Operational state read from switch CLI pastes: reported beside the counters, never as one of them.
+    MetricSpec("roce_pfc_operational", "gauge", "bool",
+               "1 when PFC is operationally on for the port (or the priority), 0 when it is off (e.g. a DCBX "
+               "mismatch)", (*_HDP, "priority")),
     # Linux interface and qdisc statistics (lab hosts, any netdev).
     MetricSpec("netdev_bytes_total", "counter", "bytes", "Interface bytes", (*_HDP, "direction")),
     MetricSpec("netdev_packets_total", "counter", "packets", "Interface packets", (*_HDP, "direction")),

@@ -25,6 +25,7 @@ SOURCES: Registry[Callable[[str, SourceContext], Source]] = Registry("source kin
     "netdev": "tensorfabric.telemetry.sources.netdev:open_source",
     "lab": "tensorfabric.telemetry.sources.lab:open_source",
     "replay": "tensorfabric.telemetry.sources.replay:open_source",
+    "file": "tensorfabric.telemetry.sources.paste:open_source",
 })
 
 

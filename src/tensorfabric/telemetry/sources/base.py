@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tensorfabric.errors import DiscoveryError, InputError
+from tensorfabric.intake import ReadReport
 from tensorfabric.samples import Sample
 
 __all__ = ["CounterFilter", "Reading", "Runner", "Source", "SourceContext", "capture_or_run", "run_command",
@@ -88,6 +89,8 @@ class Reading:
 
     samples: tuple[Sample, ...] = ()
     errors: tuple[str, ...] = ()
+    read: ReadReport | None = None
+    """What a source of pasted text read (lines used, not understood, warnings); None for live sources."""
 
 
 class Source(Protocol):

@@ -7,8 +7,14 @@ them; pause durations are microseconds on the wire and seconds here; PCIe stall 
 ratio. Every other key is exported in the generic family (see generic.py), per-queue keys (``[0]: rx_bytes``,
 ``rxq0: rx_bytes``, ``0: rcv_pkts``) with a ``queue`` label.
 
+Per-queue keys of every driver's spelling carry the queue as a label and the counter's name without it:
+``[0]: rx_bytes`` (bnxt), ``tx-0.tx_packets`` (i40e, sfc), ``rx_queue_1_packets`` (virtio_net, ice, ixgbe,
+hv_netvsc), ``queue_0_tx_cnt`` (ena), ``rx0_packets`` / ``ch3_events`` (mlx5), ``txq0_pktnum_rcd`` (hns3) all
+become ``name=<dir>_<what>, queue=<N>`` -- so one driver's thousands of per-ring keys are a handful of names.
+
 Accepted text: what ``ethtool -S IF`` prints (``NIC statistics:`` header), a pasted terminal with its
 ``$ ethtool -S eth0`` prompt line (the interface then names the device), and ``grep`` output without a header.
+``file:`` reads the same lines through :mod:`.ethtool_text`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run
 from tensorfabric.telemetry.sources.generic import GenericBudget
 
-__all__ = ["EthtoolSource", "ethtool_samples", "mapping", "parse_ethtool_stats"]
+__all__ = ["EthtoolSource", "cached_mapping", "ethtool_samples", "mapping", "parse_ethtool_stats", "per_queue_key",
+           "statistic_key"]
 
 Entry = tuple[str, dict[str, str], float]
 
@@ -44,6 +51,14 @@ _BNXT_COS_DISCARD = re.compile(r"^rx_discard_packets_cos(\d)$")
 # newer kernels with the direction repeated (port.rx_priority_<p>_xoff_rx), and port.link_xon/xoff_rx/tx
 _ICE_PRIO = re.compile(r"^(?:port\.)?(rx|tx)_priority_(\d)_(xon|xoff)(?:_rx|_tx)?(?:\.nic)?$")
 _ICE_LINK = re.compile(r"^(?:port\.)?link_(xon|xoff)_(rx|tx)(?:\.nic)?$")
+# per-queue keys without a "[N]: " prefix; each gives (direction or family, queue, what)
+_PER_QUEUE = (
+    re.compile(r"^(rx|tx)-(\d{1,4})\.(?:(?:rx|tx)_)?(\w[\w.]{0,63})$"),  # i40e/sfc tx-0.tx_packets, tx-0.packets
+    re.compile(r"^(rx|tx)_queue_(\d{1,4})_(\w{1,64})$"),                   # virtio_net, ice, ixgbe, hv_netvsc
+    re.compile(r"^(rx|tx|ch)(\d{1,4})_(\w{1,64})$"),                       # mlx5 rx0_packets, ch3_events
+    re.compile(r"^(rx|tx)q(\d{1,4})_(\w{1,64})$"),                         # hns3 txq0_pktnum_rcd
+)
+_ENA_QUEUE = re.compile(r"^queue_(\d{1,4})_(rx|tx)_(\w{1,64})$")          # ena queue_0_tx_cnt
 
 _PER_PRIO: dict[str, Entry] = {
     "pause": ("roce_pfc_pause_frames_total", {}, 1.0),
@@ -256,7 +271,21 @@ def mapping(key: str) -> Entry:
     queue, sep, name = key.partition(": ")
     if sep:
         return GENERIC, {"name": name, "queue": _queue_label(queue)}, 1.0
+    per_queue = per_queue_key(key)
+    if per_queue is not None:
+        return GENERIC, {"name": per_queue[1], "queue": per_queue[0]}, 1.0
     return GENERIC, {"name": key}, 1.0
+
+
+def per_queue_key(key: str) -> tuple[str, str] | None:
+    """``(queue, name)`` for a per-queue key spelt with the queue inside it (``rx_queue_1_packets`` ->
+    ``("1", "rx_packets")``), None for any other key."""
+    if (m := _ENA_QUEUE.match(key)) is not None:
+        return m.group(1), f"{m.group(2)}_{m.group(3)}"
+    for pattern in _PER_QUEUE:
+        if (m := pattern.match(key)) is not None:
+            return m.group(2), f"{m.group(1)}_{m.group(3)}"
+    return None
 
 
 def _queue_label(prefix: str) -> str:
@@ -273,13 +302,26 @@ _MAPPINGS: dict[str, Entry] = {}
 _Plan = tuple[str, SampleKind, float, dict[str, str]] | None
 
 
-def _plan(key: str, host: str, device: str, budget: GenericBudget | None) -> _Plan:
+def cached_mapping(key: str) -> Entry:
+    """:func:`mapping`, remembered per key (bounded)."""
     entry = _MAPPINGS.get(key)
     if entry is None:
         if len(_MAPPINGS) > 10_000:  # garbage input must not grow the cache without bound
             _MAPPINGS.clear()
         entry = _MAPPINGS[key] = mapping(key)
-    metric, extra, scale = entry
+    return entry
+
+
+def statistic_key(key: str, name: str | None = None) -> bool:
+    """Whether ``key`` (or, for a per-queue line ``[0]: rx_bytes``, the prefix ``key`` and ``name``) is spelt as
+    ``ethtool -S`` prints statistic names."""
+    if name is None:
+        return bool(key) and _KEY.fullmatch(key) is not None
+    return _QUEUE_PREFIX.fullmatch(key) is not None and _KEY.fullmatch(name) is not None
+
+
+def _plan(key: str, host: str, device: str, budget: GenericBudget | None) -> _Plan:
+    metric, extra, scale = cached_mapping(key)
     if metric == GENERIC and budget is not None and not budget.admits(extra["name"], extra.get("queue", "")):
         return None
     return metric, METRICS[metric].kind, scale, {"host": host, "device": device, "port": "1", **extra}
@@ -343,3 +385,4 @@ def open_file(arg: str, ctx: SourceContext) -> EthtoolSource:
     if not path_text or not path.is_file():
         raise InputError(f"ethtool-file:{arg}: {path_text!r} is not a file (expected saved `ethtool -S` output)")
     return EthtoolSource(f"ethtool-file:{arg}", device or None, ctx, path=path)
+

@@ -55,6 +55,14 @@ def parse_rdma_json(text: str, *, source: str = "<rdma>") -> tuple[list[tuple[st
     return links, errors
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return True
+
+
 class RdmaSource:
     def __init__(self, name: str, ctx: SourceContext, path: Path | None, *, text_forms: bool = False,
                  default: tuple[str, str] = ("", "")) -> None:
@@ -68,7 +76,8 @@ class RdmaSource:
     def read(self) -> Reading:
         text = capture_or_run(self.name, self._path, self._ctx, ["rdma", "-j", "statistic", "show"])
         now = self._ctx.clock()
-        if self._text_forms and not text.lstrip().startswith("["):
+        # a pasted "[user@host ~]$ rdma statistic show" starts with "[" too: JSON only when it parses as JSON
+        if self._text_forms and not (text.lstrip().startswith("[") and _is_json(text)):
             links, errors = parse_rdma_text(text, source=self.name, default=self._default)
         else:
             links, errors = parse_rdma_json(text, source=self.name)
