@@ -286,10 +286,9 @@ class FileSource:
         self.last_read: ReadReport | None = None
 
     def _data(self) -> bytes:
-        try:
-            return self._path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"{self.name}: cannot read {self._path}: {exc.strerror or exc}") from exc
+        from tensorfabric.fsutil import read_input
+
+        return read_input(self._path, self.name)
 
     def check(self) -> None:
         """ParseError when the file is not text, empty, or holds nothing that reads as counters."""
