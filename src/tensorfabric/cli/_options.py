@@ -9,17 +9,18 @@ needed (so ``--help`` of one verb never imports another subsystem).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from tensorfabric.cli._common import DURATION
+from tensorfabric.errors import InputError
 from tensorfabric.registry import Registry, resolve
 
-__all__ = ["OUTPUT_DIR", "OUTPUT_FILE", "RegistryChoice", "codec_option", "count", "fabric_option", "json_option",
-           "lab_options", "timeout_option"]
+__all__ = ["OUTPUT_DIR", "OUTPUT_FILE", "RegistryChoice", "codec_option", "count", "fabric_option", "force_option",
+           "json_option", "lab_options", "refuse_existing", "timeout_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -137,3 +138,20 @@ class _Output(click.Path):
 
 OUTPUT_FILE = _Output(directory=False)
 OUTPUT_DIR = _Output(directory=True)
+
+
+def force_option(what: str) -> Callable[[F], F]:
+    """``--force``: the one spelling, on every verb that writes, for replacing a file that exists."""
+    return click.option("--force", is_flag=True, help=f"Replace {what} when it already exists.")
+
+
+def refuse_existing(outputs: Mapping[str, str | None], force: bool) -> None:
+    """InputError naming the flag when a file it would write exists (or is a symlink) and ``--force`` is not given.
+
+    Writes go through a temporary file and ``os.replace``, which replaces a symlink itself rather than its target,
+    so with ``--force`` nothing outside the named path is ever touched.
+    """
+    for flag, path in outputs.items():
+        if path and not force and os.path.lexists(path):
+            kind = "is a symbolic link" if os.path.islink(path) else "exists"
+            raise InputError(f"{flag} {path!r} {kind}; pass --force to replace it or pick another name")

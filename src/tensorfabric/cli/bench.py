@@ -19,8 +19,10 @@ from tensorfabric.cli._options import (
     codec_option,
     count,
     engine_options,
+    force_option,
     json_option,
     lab_options,
+    refuse_existing,
     timeout_option,
 )
 from tensorfabric.errors import InputError
@@ -176,9 +178,10 @@ def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "
 @engine_options("tensors up to 64 KiB")
 @json_option("Print one JSON object instead of the table.")
 @click.option("--plot", type=OUTPUT_FILE, default=None, help="Write busbw vs size to FILE.png.")
+@force_option("--plot's file")
 def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters: int, check: int, dtype: str,
         codec: str | None, block: int, nproc: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
-        engine: str, require_rdma: bool, as_json: bool, plot: str | None) -> int:
+        engine: str, require_rdma: bool, as_json: bool, plot: str | None, force: bool) -> int:
     """Measure time, algbw and busbw of a collective over a size sweep, nccl-tests style.
 
     \b
@@ -194,6 +197,7 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
 
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
+    refuse_existing({"--plot": plot}, force)
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
                          iters=iters, dtype=dtype, codec=codec, block=block, check=bool(check))
     configs = [config]

@@ -11,8 +11,10 @@ on scrape); the background loop polls only when nobody scraped for ``--interval`
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -60,6 +62,19 @@ def _links(path: str | None) -> tuple[tuple[Endpoint, Endpoint], ...]:
         what = f"links[{index}]"
         pairs.append((Endpoint.parse(ends[0], what=what), Endpoint.parse(ends[1], what=what)))
     return tuple(pairs)
+
+
+def _append(path: str, text: str) -> None:
+    """Append to the --record file without following a symlink (O_NOFOLLOW): a link planted at the path must not
+    redirect the samples into another file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"--record {path!r} is a symbolic link; give the file itself") from None
+        raise
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _one_line(text: str) -> str:
@@ -168,6 +183,8 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     con = console()
     if record:
         Path(record).parent.mkdir(parents=True, exist_ok=True)
+        if os.path.islink(record):  # refused before the first poll, not after it
+            raise InputError(f"--record {record!r} is a symbolic link; give the file itself")
     done = 0
     snapshot: list[Any] = []
 
@@ -177,8 +194,7 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
             return  # a scrape between the last counted poll and the server's shutdown
         done += 1
         if record:
-            with open(record, "a", encoding="utf-8") as handle:
-                handle.writelines(s.to_json() + "\n" for s in result.samples)
+            _append(record, "".join(s.to_json() + "\n" for s in result.samples))
 
     monitor.listeners.append(on_poll)
     try:

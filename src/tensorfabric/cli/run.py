@@ -28,8 +28,10 @@ from tensorfabric.cli._options import (
     codec_option,
     count,
     engine_options,
+    force_option,
     json_option,
     lab_options,
+    refuse_existing,
     timeout_option,
 )
 from tensorfabric.errors import InputError
@@ -170,6 +172,7 @@ def _render(report: dict[str, Any]) -> None:
 @timeout_option("300s", "Bound on the whole run (and on each collective), e.g. 300s or 10min.")
 @click.option("--save-logits", "logits_path", type=OUTPUT_FILE, default=None,
               help="Save each step's full logits (float32, [steps, batch, vocab]) to this torch file.")
+@force_option("--save-logits's file")
 @click.option("--warmup/--no-warmup", default=True, show_default=True,
               help="One unmeasured pass over the prompts first, so TTFT is a warmed engine's.")
 @engine_options("small tensors (the decode collectives)")
@@ -184,7 +187,7 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         temperature: float, top_p: float, seed: int, ignore_eos: bool, codec: str | None, codec_decode: bool,
         dtype: str, microbatches: int, lab_spec: str | None, lab_name: str | None, timeout_s: float,
         logits_path: str | None, warmup: bool, engine: str, require_rdma: bool, as_json: bool,
-        split: str | None = None, prefill_tp: int = 0, decode_tp: int = 0) -> int:
+        split: str | None = None, prefill_tp: int = 0, decode_tp: int = 0, force: bool = False) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.inference.report import summarize
     from tensorfabric.inference.runner import RunConfig, prepare
@@ -192,6 +195,7 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
     from tensorfabric.inference.tokenizer import load_tokenizer
     from tensorfabric.transfer.launch import spawn, under_torchrun
 
+    refuse_existing({"--save-logits": logits_path}, force)
     environ = dict(os.environ)
     directory, tp = _resolve_model(model_dir, tp, environ)
     prompt_texts = prompts or (DEFAULT_PROMPT,)
