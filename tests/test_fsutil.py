@@ -144,3 +144,19 @@ def test_write_files_clears_a_dead_writers_temporaries_with_one_listing(tmp_path
     write_files([(tmp_path / "a.conf", "x", None), (tmp_path / "b.conf", "y", None)])
     assert not stale.exists() and unrelated.exists()
     assert (tmp_path / "a.conf").read_text() == "x" and (tmp_path / "b.conf").read_text() == "y"
+
+
+def test_scratch_names_carry_the_owner_and_a_dead_owners_scratch_is_removed(tmp_path: Path) -> None:
+    from tensorfabric.fsutil import scratch_dir
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"tf-spawn-{dead.pid}-abc123"
+    (stale / "tf-ucx-1-x").mkdir(parents=True)
+    alive = tmp_path / f"tf-spawn-{os.getppid()}-def456"  # a running owner (our parent): kept
+    alive.mkdir()
+    other = tmp_path / f"tf-ucx-{dead.pid}-ghi789"  # another kind: left to its own kind's next start
+    other.mkdir()
+    made = Path(scratch_dir("spawn", tmp_path))
+    assert made.name.startswith(f"tf-spawn-{os.getpid()}-") and made.is_dir()
+    assert not stale.exists() and alive.exists() and other.exists()

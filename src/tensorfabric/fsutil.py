@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,7 +26,8 @@ from typing import Any, BinaryIO
 from tensorfabric.errors import InputError
 
 __all__ = ["MAX_INPUT_BYTES", "SCRATCH_ENV", "SysfsRoot", "atomic_write_bytes", "atomic_write_figure",
-           "atomic_write_text", "current_umask", "figure_png", "locate_sysfs", "read_input", "write_files"]
+           "atomic_write_text", "current_umask", "figure_png", "locate_sysfs", "read_input", "scratch", "scratch_dir",
+           "write_files"]
 
 
 SCRATCH_ENV = "TENSORFABRIC_SCRATCH"
@@ -148,6 +151,36 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def scratch_dir(kind: str, parent: str | os.PathLike[str] | None = None) -> str:
+    """A new private directory ``tf-<kind>-<pid>-<random>`` under ``parent`` (default: the temporary directory).
+
+    The owner's pid is in the name, so the scratch of a process that was SIGKILLed (nothing of it could clean up) is
+    recognisable: each new one first removes the ``tf-<kind>-*`` directories whose owner is gone.
+    """
+    base = Path(parent) if parent is not None and Path(parent).is_dir() else Path(tempfile.gettempdir())
+    prefix = f"tf-{kind}-"
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        entries = []
+    for entry in entries:
+        pid_text = entry.name[len(prefix):].split("-", 1)[0] if entry.name.startswith(prefix) else ""
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base)
+
+
+@contextmanager
+def scratch(kind: str, parent: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """:func:`scratch_dir` for the length of a ``with`` block, removed on the way out (a SIGKILL leaves it to the next
+    start of the same kind)."""
+    path = scratch_dir(kind, parent)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _remove_stale_temps(directory: Path, names: Collection[str]) -> None:

@@ -128,9 +128,8 @@ def _ucx_log_path() -> tuple[str | None, str | None]:
     """Where UCX logs in this process (set here when nobody did: UCX reads its log settings once per process),
     and the directory made for it (the caller removes it). It lives under the launcher's scratch directory when
     there is one, so a killed rank leaves nothing behind once its launcher exits."""
-    import tempfile
 
-    from tensorfabric.fsutil import SCRATCH_ENV
+    from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
     from tensorfabric.transfer.nixl_engine import prepare_ucx_env
 
     if "UCX_LOG_FILE" in os.environ:
@@ -138,7 +137,7 @@ def _ucx_log_path() -> tuple[str | None, str | None]:
     if "UCX_LOG_LEVEL" in os.environ:
         return None, None
     scratch = os.environ.get(SCRATCH_ENV)
-    made = tempfile.mkdtemp(prefix="tf-kv-ucx-", dir=scratch if scratch and os.path.isdir(scratch) else None)
+    made = scratch_dir("kv-ucx", scratch)
     path = str(Path(made) / "ucx.%p.log")
     prepare_ucx_env(os.environ, path)
     return path, made

@@ -22,14 +22,13 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from tensorfabric.errors import LabError
-from tensorfabric.fsutil import SCRATCH_ENV
+from tensorfabric.fsutil import SCRATCH_ENV, scratch
 from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
 from tensorfabric.signals import terminate_as_interrupt
@@ -56,7 +55,7 @@ def run_lab(spec: str, fn: Callable[..., Any], args: Sequence[Any] = (), timeout
     ``fn`` (a module-level function) and ``args`` must be picklable; so must the return values.
     """
     hosts, _ = parse_short_spec(spec)
-    with tempfile.TemporaryDirectory(prefix="tf-lab-job-") as job:
+    with scratch("lab-job") as job:
         Path(job, "job.pkl").write_bytes(pickle.dumps((fn, tuple(args))))
         label = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)!s}"
         run_ranks(spec, [python or sys.executable, "-m", "tensorfabric.lab.rank", job], timeout_s, env=env,
@@ -71,7 +70,7 @@ def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Map
     from the process id); rank 0's stdout (see the module docstring for failures; ``label`` names the command in
     them)."""
     hosts, rate_bps = parse_short_spec(spec)
-    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-lab-ranks-") as tmp, \
+    with terminate_as_interrupt(), scratch("lab-ranks") as tmp, \
             Lab(hosts=hosts, rate=rate_bps, name=name, state_dir=state_dir) as lab:
         outs = [open(Path(tmp, f"rank{r}.out"), "w+b") for r in range(hosts)]  # noqa: SIM115
         errs = [open(Path(tmp, f"rank{r}.err"), "w+b") for r in range(hosts)]  # noqa: SIM115

@@ -31,7 +31,6 @@ import pickle
 import queue
 import signal
 import socket
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import InputError, TensorFabricError, TransferError
-from tensorfabric.fsutil import SCRATCH_ENV
+from tensorfabric.fsutil import SCRATCH_ENV, scratch
 from tensorfabric.signals import terminate_as_interrupt
 
 __all__ = ["RankFailure", "SpawnError", "SpawnInputError", "free_port", "spawn", "spawn_error", "torchrun_env",
@@ -183,7 +182,7 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
     results = ctx.Queue()
     parent_env = dict(os.environ)
     # SIGTERM/SIGHUP raise like Ctrl-C, so the ranks are stopped and the directory removed on the way out.
-    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="tf-spawn-") as stack_dir:
+    with terminate_as_interrupt(), scratch("spawn") as stack_dir:
         # Ranks keep their scratch files (UCX logs) in this directory, so they go with it even if killed.
         extra = {**(env or {}), SCRATCH_ENV: stack_dir}
         procs = [

@@ -12,13 +12,12 @@ Only the NCCL backend uses this module; Gloo/CPU runs never import :mod:`tensorf
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError, TransferError
-from tensorfabric.fsutil import SCRATCH_ENV
+from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
 
 __all__ = ["LogCapture", "TRANSPORT_CHECKS", "apply_env", "capture_log", "verify"]
 
@@ -64,7 +63,7 @@ def capture_log(environ: MutableMapping[str, str]) -> LogCapture:
         return LogCapture(None)
     scratch = environ.get(SCRATCH_ENV)
     # Under the launcher's scratch directory when there is one: a killed rank then leaves nothing behind.
-    base = Path(tempfile.mkdtemp(prefix="tf-nccl-", dir=scratch if scratch and Path(scratch).is_dir() else None))
+    base = Path(scratch_dir("nccl", scratch))
     base = base / "nccl.log"
     environ["NCCL_DEBUG"] = "INFO"
     environ["NCCL_DEBUG_SUBSYS"] = environ.get("NCCL_DEBUG_SUBSYS", "INIT,ENV,NET")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
-from tensorfabric.fsutil import SCRATCH_ENV
+from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
 
 if TYPE_CHECKING:
     from tensorfabric.transfer.nixl_engine import NixlEngine
@@ -75,7 +75,6 @@ def open_world(pg: Any, table: Sequence[RankEntry], rank: int, name: str, timeou
 
     The log's directory lives under the launcher's scratch directory (``SCRATCH_ENV``) when there is one, so a
     rank killed before :meth:`NixlEngine.close` leaves nothing behind once its launcher exits."""
-    import tempfile
 
     from tensorfabric.transfer.nixl_engine import prepare_ucx_env
 
@@ -84,7 +83,7 @@ def open_world(pg: Any, table: Sequence[RankEntry], rank: int, name: str, timeou
     log_path = log_dir = None
     if "UCX_LOG_LEVEL" not in os.environ and "UCX_LOG_FILE" not in os.environ:
         scratch = os.environ.get(SCRATCH_ENV)
-        log_dir = tempfile.mkdtemp(prefix="tf-ucx-", dir=scratch if scratch and os.path.isdir(scratch) else None)
+        log_dir = scratch_dir("ucx", scratch)
         log_path = str(Path(log_dir) / "ucx.%p.log")
     prepare_ucx_env(os.environ, log_path)
     try:
