@@ -152,6 +152,8 @@ EDITS: list[tuple[str, str, str, str]] = [
      "pfc.no-hysteresis"),
     ("cumulus-4x-roce.traffic_conf", "priority_group.control.weight = 0", "priority_group.control.weight = 8",
      "cnp.weighted"),
+    ("cumulus-4x-roce.traffic_conf", "pfc.port_group_list = [roce_pfc]", "pfc.port_group_list = [ROCE_PFC]",
+     "config.undefined-reference"),
     ("dell-z9664-roce.dellsonic", " dscp 48 traffic-class 6\n", "", "cnp.no-class"),
     ("junos-qfx5240-roce.junos", "priority strict-high;", "transmit-rate percent 5;", "cnp.weighted"),
     ("cl5-leaf2-roce.nvshow", "    3  3    24,25,26,27,28,29,30,31  3",

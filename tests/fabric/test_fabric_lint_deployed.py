@@ -95,3 +95,104 @@ def test_starter_spec_renders_and_lints_clean_per_nos(tmp_path: Path, nos: str) 
     assert {r.format for r in records if r.kind == "switch"} != set()
     assert lint(spec, records) == []
     assert lint(None, records) == []
+
+
+# ---- configs as operators paste them (issue 27): read for what they hold, never refused over one line ----
+
+DEPLOYED = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "deployed"
+
+# fixture -> (format, error/warning rules it must fire, rule that must be checked). Each failed before the change
+# (exit 2, or linted as another dialect); the forms are the ones studied in docs/formats/_configs.md.
+PASTED: dict[str, tuple[str, set[str], str]] = {
+    "nxos-guide-hash-comments.nxos": ("nxos", set(), "cnp.not-strict"),  # '#' comments, '! ...' after commands
+    "nxos-placeholder-interfaces.nxos": ("nxos", {"trust.mismatch"}, "ecn.disabled"),  # Ethernet1/*, EthernetN/1
+    "nxos-config-transcript.nxos": ("nxos", set(), "roce.dscp-not-lossless"),  # leaf3(config-pmap-c-qos)# ...
+    "eos-placeholder-ports.eos": ("eos", set(), "pfc.priority-mismatch"),  # interface EthernetN/1
+    "eos-leaf-transcript.eos": ("eos", set(), "ecn.thresholds"),  # Leaf(config-qos-profile-X-uc-txq-3)# ...
+    "sonic-pfc-json-after-prompt.json": ("sonic", set(), "pfc.priority-mismatch"),  # $ sudo cat pfc.json
+    "sonic-table-without-braces.json": ("sonic", set(), "ecn.thresholds"),  # "WRED_PROFILE": {...}, pasted bare
+    "cumulus-nclu-undefined-group.traffic_conf": ("cumulus-datapath", {"config.undefined-reference"},
+                                                  "config.undefined-reference"),  # NVIDIA's own RoCE page
+    "junos-cos-children-only.junos": ("junos", set(), "cnp.weighted"),  # [edit class-of-service] children
+    "host-roce-setup-sudo.sh": ("host-script", set(), "ecn.disabled"),  # no #!, sudo, echo 1 | sudo tee
+    "dell-sonic-cli-flat.dellsonic": ("dell-sonic", set(), "cnp.weighted"),  # sonic-cli, indentation lost
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASTED))
+def test_pasted_configs_lint_for_what_they_hold(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tensorfabric.cli.main import main
+
+    fmt, rules, checked = PASTED[name]
+    code = main(["fabric", "lint", "--deployed", str(DEPLOYED / name), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and out["format"] == fmt
+    assert {f["rule"] for f in out["findings"] if f["severity"] != "info"} == rules, out["findings"]
+    assert code == (1 if any(f["severity"] == "error" for f in out["findings"]) else 0)
+    assert out["read"]["used"] > 0 and out["read"]["summary"].startswith("read ")
+    status = {s["rule"]: s for s in out["rules"]}
+    assert status[checked]["status"] == "checked" and set(status) >= {"roce.dscp-not-lossless", "pfcwd.off"}
+    assert out["deployed"][0]["detection"]["format"] == fmt
+
+
+def test_human_output_starts_with_what_was_read(capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    code = main(["fabric", "lint", "--deployed", str(DEPLOYED / "cumulus-nclu-undefined-group.traffic_conf")])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert out[0].startswith("read ") and "as Cumulus traffic.conf" in out[0] and "shell prompts" in out[0]
+    assert "elisions" in out[0] and "lines used" in out[0]
+    assert "markers" in out[1]
+    assert any(line.startswith("rules: ") and "checked" in line and "undeterminable" in line for line in out)
+
+
+def test_a_fragment_is_linted_for_what_it_holds_and_says_what_it_could_not_judge() -> None:
+    from tensorfabric.fabric.lint import lint_context, rule_status
+    from tensorfabric.fabric.lint.view import build_context
+    from tensorfabric.fabric.parsers import parse_text
+
+    # Only the maps: DSCP 26 lands in TC 1 (lossy on AZURE), but without PORT_QOS_MAP nothing says which TC pauses.
+    text = ('{"DSCP_TO_TC_MAP": {"AZURE": {' + ", ".join(f'"{d}": "{3 if d == 3 else 6 if d == 48 else 1}"'
+                                                        for d in range(64)) + '}}, '
+            '"TC_TO_QUEUE_MAP": {"AZURE": {"1": "1", "3": "3", "6": "6"}}}')
+    record = parse_text(text, source="maps.json")
+    ctx = build_context(None, [record])
+    findings = lint_context(ctx)
+    status = {s.rule: s for s in rule_status(ctx, findings)}
+    assert not [f for f in findings if f.severity == "error"]
+    assert status["cnp.no-class"].status == "checked"
+    assert status["roce.dscp-not-lossless"].status == "undeterminable"
+    assert status["roce.dscp-not-lossless"].missing == ("the PFC priorities",)
+    assert status["ecn.disabled"].status == "undeterminable" and status["pfcwd.off"].status == "undeterminable"
+    assert status["nccl.tc-not-lossless"].status == "not applicable"
+    assert status["routing.not-up-down"].status == "not applicable"
+
+
+def test_detection_says_what_it_chose_and_why(tmp_path: Path) -> None:
+    from tensorfabric.fabric.parsers import detect, parse_deployed
+
+    # Named .cfg, so the content decides. The unindented Dell block used to be linted as EOS, clean by accident.
+    flat = tmp_path / "leaf.cfg"
+    flat.write_text((DEPLOYED / "dell-sonic-cli-flat.dellsonic").read_text())
+    found = detect(flat.read_text(), str(flat))
+    assert found.format == "dell-sonic" and found.how == "content" and found.score >= 10
+    assert found.summary().startswith("detected as Dell Enterprise SONiC CLI: ")
+    assert found.runner_up_score < found.score
+    record = parse_deployed(flat)
+    assert record.detection is not None and record.detection.format == "dell-sonic"
+    assert record.port("Eth1/9").pfc_priorities == frozenset({3})
+
+
+def test_format_that_understands_nothing_is_an_error_never_a_clean_lint(capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    path = DEPLOYED / "nxos-guide-hash-comments.nxos"
+    assert main(["fabric", "lint", "--deployed", str(path), "--format", "eos", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "not one EOS statement" in err and "looks like NX-OS" in err and "--format nxos" in err
+    assert main(["fabric", "lint", "--deployed", str(DEPLOYED / "qos_config.json.j2")]) == 2
+    err = capsys.readouterr().err
+    assert "Jinja template" in err and "render it first" in err and len(err.strip().splitlines()) == 1

@@ -31,12 +31,28 @@ def test_junos_watchdog_timers() -> None:
     assert d.watchdog == Watchdog(True, 200.0, 400.0, "drop", 100.0)  # detection 2 polls of 100 ms
 
 
-def test_junos_refuses_unbalanced_braces_and_unknown_code_points() -> None:
-    with pytest.raises(ParseError, match="not balanced"):
+def test_junos_reads_past_cut_braces_and_warns_on_unknown_code_points() -> None:
+    # Only a wrapper left open: nothing to read, so nothing recognised.
+    with pytest.raises(ParseError, match="found nothing a lint rule can check"):
         parse_text("class-of-service {\n    forwarding-classes {\n", source="x.junos")
-    bad = (DIALECTS / "junos-qfx5240-roce.junos").read_text().replace("code-points 011010", "code-points roce")
-    with pytest.raises(ParseError, match="six bits"):
-        parse_text(bad, source="x.junos")
+    whole = (DIALECTS / "junos-qfx5240-roce.junos").read_text()
+    bad = whole.replace("code-points 011010", "code-points roce")
+    d = parse_text(bad, source="x.junos")
+    assert d.read is not None and any("six bits" in w for w in d.read.warnings)
+    # The classifier with the bad code point is left out: its DSCP map is unknown, not "26 unclassified".
+    assert d.dscp_to_priority == {} and d.pfc_priorities == frozenset({3})
+    cut = parse_text(whole[: whole.index("scheduler-maps {")], source="x.junos")  # braces left open at the end
+    assert cut.read is not None and any("without its closing brace" in w for w in cut.read.warnings)
+    assert cut.dscp_to_priority[26] == 3 and cut.pfc_priorities == frozenset({3})
+
+
+def test_junos_class_of_service_children_without_the_wrapper() -> None:
+    for fmt in (None, "junos"):
+        d = parse_deployed(FIXTURES / "deployed" / "junos-cos-children-only.junos", fmt=fmt)
+        port = d.port("et-0/0/12")
+        assert d.format == "junos" and port.pfc_priorities == frozenset({3}) and port.strict_queues == frozenset({3})
+        assert port.dscp_to_priority == {26: 3, 48: 11} and d.priority_to_queue[3] == 4
+        assert port.watchdog == Watchdog(True, 200.0, 400.0, None, 100.0)
 
 
 def test_dell_sonic_cli() -> None:
@@ -63,11 +79,21 @@ def test_cumulus_traffic_conf_breakouts_and_hysteresis() -> None:
     assert d.port("swp7").pfc_priorities is None  # not in any group: not in the file either
 
 
-def test_cumulus_refuses_a_group_list_naming_groups_without_keys() -> None:
+def test_cumulus_group_list_naming_groups_without_keys_is_a_defect_not_an_abort() -> None:
     # switchd reads pfc.<name>.* by the listed name; the keys of another group configure nothing.
-    text = "pfc.port_group_list = [ROCE_PFC]\npfc.pfc_port_group.cos_list = [3]\npfc.pfc_port_group.port_set = swp1\n"
-    with pytest.raises(ParseError, match="names 'ROCE_PFC' but no pfc.ROCE_PFC"):
-        parse_text(text, source="traffic.conf", fmt="cumulus-datapath")
+    text = ("pfc.port_group_list = [ROCE_PFC]\npfc.pfc_port_group.cos_list = [3]\npfc.pfc_port_group.port_set = swp1\n"
+            "traffic.packet_priority_source_set = [dscp]\n")
+    d = parse_text(text, source="traffic.conf", fmt="cumulus-datapath")
+    [defect] = d.defects
+    assert defect.line == 1 and "names 'ROCE_PFC' but no pfc.ROCE_PFC" in defect.message
+    assert "pfc_port_group" in defect.fix and d.port("swp1").pfc_priorities is None  # not configured: unknown
+    from tensorfabric.fabric.lint import lint
+
+    assert [(f.rule, f.severity) for f in lint(None, [d])] == [("config.undefined-reference", "error")]
+    # NVIDIA's RoCE page printed such a file after a "sudo cat" prompt, cut with "...": read, with the finding.
+    nclu = parse_deployed(FIXTURES / "deployed" / "cumulus-nclu-undefined-group.traffic_conf")
+    assert nclu.defects and nclu.read is not None and len(nclu.read.elided) == 5
+    assert nclu.dscp_to_priority[26] == 3 and nclu.port("swp7").ecn is not None
 
 
 def test_nv_show_qos_roce() -> None:
@@ -177,3 +203,13 @@ def test_nccl_conf_is_read_by_the_host_reader_and_refuses_quotes() -> None:
     assert dict(d.nccl_env) == {"NCCL_IB_TC": "106", "NCCL_IB_HCA": "=mlx5_0:1"}
     with pytest.raises(ParseError, match="quotes would be part of NCCL_IB_HCA"):
         parse_text('NCCL_IB_HCA="=mlx5_0"\n', source="nccl.conf")
+
+
+def test_cumulus_5x_allports_and_inline_comments() -> None:
+    text = ("pfc.port_group_list = [default-global]\npfc.default-global.port_set = allports\n"
+            "pfc.default-global.cos_list = [3]\npfc.default-global.xoff_size = 10000\n"
+            "pfc.default-global.xon_delta = 2000\ningress_service_pool.0.percent = 50.0  # all priority groups\n")
+    d = parse_text(text, source="qos_features.conf")  # .conf names NCCL files too: the content decides
+    assert d.format == "cumulus-datapath" and d.pfc_priorities == frozenset({3})
+    assert d.headroom == {3: Headroom(10000, 8000, 0, hysteresis_bytes=2000)}
+    assert d.read is not None and d.read.not_understood == (6,)  # a buffer pool: read past, listed

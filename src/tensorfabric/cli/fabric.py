@@ -184,16 +184,18 @@ def _spec_headroom(spec_path: Path, as_json: bool) -> int:
 @fabric_option("The spec to check.")
 @click.option("--deployed", "deployed", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A deployed config (SONiC config_db.json, NX-OS, EOS, Junos, Dell SONiC CLI, Cumulus "
-                   "traffic.conf / NVUE / nv show qos roce, mlnx_qos output, NCCL env, host script); repeatable.")
+                   "traffic.conf / NVUE / nv show qos roce, mlnx_qos output, NCCL env, host script), as a file or "
+                   "as pasted (prompts, fences, '...' cuts are fine); repeatable.")
 @click.option("--format", "fmt", default=None, type=_FORMATS, metavar="FORMAT",
               help="Read every --deployed file as this dialect instead of detecting it: "
                    "one of the parser registry's formats (an unknown name lists them).")
 @click.option("--rule", "rules", multiple=True, help="Run only this rule id (repeatable).")
-@json_option("Print {\"findings\": [...]}.")
+@json_option("Print {\"findings\": [...], \"deployed\": [{format, detection, read}], \"rules\": [status]}; with one "
+             "--deployed file also top-level \"format\" and \"read\".")
 def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | None, rules: tuple[str, ...],
              as_json: bool) -> int:
     """Check a spec and/or deployed configs against the lossless checklist; exit 1 on error findings."""
-    from tensorfabric.fabric.lint import RULES, lint_context
+    from tensorfabric.fabric.lint import RULES, lint_context, rule_status
     from tensorfabric.fabric.lint.view import build_context
 
     if fabric_path is None and not deployed:
@@ -209,7 +211,43 @@ def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | Non
     if unknown:
         raise InputError(f"--rule: {unknown[0]!r} is not a rule id; known: {', '.join(sorted(RULES))}")
     findings = lint_context(ctx, only=rules)
-    render_findings(findings, as_json=as_json, title="fabric lint")
+    status = rule_status(ctx, findings, only=rules)
+    files = [{"source": r.source, "device": r.device, "format": r.format,
+              "detection": r.detection.to_dict() if r.detection else None,
+              "read": r.read.to_dict() if r.read else None} for r in records]
+    if as_json:
+        extra: dict[str, Any] = {"deployed": files, "rules": [s.to_dict() for s in status]}
+        if len(files) == 1:
+            extra["format"], extra["read"] = files[0]["format"], files[0]["read"]
+        render_findings(findings, as_json=True, extra=extra, title="fabric lint")
+        return exit_code_for(findings)
+    con = console()
+    for record in records:
+        if record.read is not None:
+            con.print(record.read.summary(), markup=False, highlight=False)
+        if record.detection is not None:
+            con.print(f"  {record.detection.summary()}", markup=False, highlight=False)
+        for warning in record.read.warnings[:5] if record.read else ():
+            con.print(f"  warning: {warning}", markup=False, highlight=False)
+        if record.read is not None and len(record.read.warnings) > 5:
+            con.print(f"  ... {len(record.read.warnings) - 5} more warnings (--json lists them)", highlight=False)
+    checked = [s for s in status if s.status == "checked"]
+    open_ = [s for s in status if s.status == "undeterminable"]
+    if findings:
+        render_findings(findings, as_json=False, title="fabric lint")
+    elif checked:
+        con.print(f"[green]no findings[/] from the {len(checked)} rule(s) that could be checked")
+    else:
+        con.print("[yellow]no rule could be checked[/]: the input holds none of the facts a rule needs "
+                  "(see below); this is not a clean result")
+    line = f"rules: {len(checked)} checked, {len(open_)} undeterminable, {len(status) - len(checked) - len(open_)} " \
+           "not applicable"
+    con.print(line, highlight=False)
+    for item in open_[:8]:
+        con.print(f"  {item.rule}: undeterminable, the input lacks {' and '.join(item.missing)}", markup=False,
+                  highlight=False)
+    if len(open_) > 8:
+        con.print(f"  ... {len(open_) - 8} more (--json lists every rule's status)", highlight=False)
     return exit_code_for(findings)
 
 

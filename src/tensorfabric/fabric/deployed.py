@@ -19,9 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
+
+from tensorfabric.intake import ReadReport
 
 __all__ = [
+    "ConfigDefect",
+    "Detection",
     "DeviceKind",
     "Deployed",
     "EcnProfile",
@@ -114,6 +118,52 @@ class PortQos:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigDefect:
+    """Something the configuration itself says that cannot take effect, found while reading it.
+
+    ``fabric lint`` reports each as a finding (rule ``config.undefined-reference``): the device silently ignores
+    such lines, so the operator's intent and the device's behaviour differ.
+    """
+
+    line: int | None
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """How the dialect was chosen: the markers each dialect's reader recognised in the text."""
+
+    format: str
+    name: str
+    how: Literal["content", "extension", "--format"]
+    score: int
+    markers: tuple[str, ...]
+    runner_up: str | None = None
+    runner_up_name: str | None = None
+    runner_up_score: int = 0
+
+    def summary(self) -> str:
+        """``detected as NX-OS: 14 markers (policy-map type network-qos, ...); next EOS with 3``."""
+        if self.how == "--format":
+            head = f"read as {self.name} (--format {self.format})"
+        elif self.how == "extension":
+            head = f"read as {self.name} (file extension)"
+        else:
+            head = f"detected as {self.name}"
+        shown = ", ".join(self.markers[:4]) + (", ..." if len(self.markers) > 4 else "")
+        text = f"{head}: {self.score} marker{'s' if self.score != 1 else ''}" + (f" ({shown})" if shown else "")
+        if self.runner_up is not None:
+            text += f"; next {self.runner_up_name} with {self.runner_up_score}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "name": self.name, "how": self.how, "score": self.score,
+                "markers": list(self.markers), "runner_up": self.runner_up, "runner_up_score": self.runner_up_score,
+                "summary": self.summary()}
+
+
+@dataclass(frozen=True, slots=True)
 class Deployed:
     """Everything one configuration file says about one device's lossless set-up.
 
@@ -154,6 +204,12 @@ class Deployed:
     """The file is a whole device configuration, so a feature it does not mention is off, not unknown."""
     notes: tuple[str, ...] = ()
     """What the parser read but cannot check (platform-dependent units, statements it models as unknown)."""
+    defects: tuple[ConfigDefect, ...] = ()
+    """Statements the device ignores as written (a list naming a group whose keys carry another name)."""
+    read: ReadReport | None = None
+    """What the reader made of the text: lines used, not understood, warnings (None for records built from a spec)."""
+    detection: Detection | None = None
+    """How the dialect was chosen (None for records built from a spec)."""
 
     def port(self, name: str) -> PortQos:
         """The port ``name`` with every unset field filled from the device default.
@@ -170,7 +226,7 @@ class Deployed:
         """Whether the record says anything a rule can check (an empty record means nothing was understood)."""
         device_level = (self.dscp_to_priority, self.priority_to_queue, self.pfc_priorities is not None, self.trust,
                         self.mtu, self.ecn, self.strict_queues is not None, self.queue_weights, self.watchdog,
-                        self.headroom, self.nccl_env, self.cnp_dscp is not None)
+                        self.headroom, self.nccl_env, self.cnp_dscp is not None, self.defects)
         if any(device_level):
             return True
         return any(getattr(p, f) is not None for p in self.ports for f in PortQos.__slots__ if f != "name")

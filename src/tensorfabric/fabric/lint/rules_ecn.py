@@ -18,7 +18,10 @@ def _roce_queue(ctx: LintContext, ref: PortRef) -> int:
     # The priority RoCE really lands on when it is lossless there (a non-3 lossless priority is legal); else the
     # plan's: a wrong DSCP map is R1's finding, not a missing ECN profile.
     prio = priority_of(ref, ctx.plan.roce.dscp[0])
-    if prio is None or prio not in (ref.port.pfc_priorities or ()):
+    lossless = ref.port.pfc_priorities or frozenset()
+    if prio is None and len(lossless) == 1:
+        prio = next(iter(lossless))  # an excerpt without the DSCP map: RoCE rides the one lossless class it shows
+    if prio is None or prio not in lossless:
         prio = ctx.plan.roce.priority
     return ref.device.queue_of(prio)
 

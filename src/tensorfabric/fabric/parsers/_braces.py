@@ -2,7 +2,7 @@
 
 ``name args { children }`` and ``name args;`` become :class:`Stanza` trees; ``[ a b ]`` lists are spliced into
 the words; ``/* */`` and ``#`` comments and statements marked ``inactive:`` are dropped (an inactive statement
-is not in effect on the device).
+is not in effect on the device). Structural slips of a pasted excerpt are read past and reported, never fatal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tensorfabric.fabric.parsers._common import Where
 
-__all__ = ["Stanza", "brace_tree"]
+__all__ = ["BraceTree", "Stanza", "brace_tree"]
 
 _MAX_DEPTH = 64
 _MAX_TOKENS = 2_000_000
@@ -44,13 +44,25 @@ _TOKEN = re.compile(r'"[^"\n]*"|[{};\[\]]|[^\s{};\[\]"]+|"')
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
 
 
-def _tokens(text: str, source: str) -> Iterator[tuple[str, bool, int]]:
-    """(text, is_punctuation, line) per token, lazily so a structural error stops the scan; comments dropped."""
+@dataclass(slots=True)
+class BraceTree:
+    """What :func:`brace_tree` read: the stanzas, what it had to tolerate, and what the text left open."""
+
+    roots: list[Stanza]
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, message)`` for every structural slip it read past (a stray ``}``, a missing ``;``)."""
+    open_at_end: list[Stanza] = field(default_factory=list)
+    """Stanzas still open when the text ended, outermost first: a paste cut inside them."""
+
+
+def _tokens(lines: list[tuple[int, str]], tree: BraceTree, source: str) -> Iterator[tuple[str, bool, int]]:
+    """(text, is_punctuation, line) per token; comments dropped."""
     count = 0
     in_comment = False
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in lines:
         if _CONTROL.search(line):
-            raise Where(source, number, line[:40]).error("line holds control characters")
+            tree.problems.append((number, "line holds control characters; skipped"))
+            continue
         pos = 0
         while pos < len(line):
             if in_comment:
@@ -70,7 +82,8 @@ def _tokens(text: str, source: str) -> Iterator[tuple[str, bool, int]]:
             for match in _TOKEN.finditer(line, pos, stop):
                 tok = match.group()
                 if tok == '"':
-                    raise Where(source, number, line[:40]).error("quoted string is not closed on its line")
+                    tree.problems.append((number, "quoted string is not closed on its line"))
+                    continue
                 count += 1
                 if count > _MAX_TOKENS:
                     raise Where(source, number).error(f"more than {_MAX_TOKENS} tokens; no device config is this big")
@@ -81,8 +94,6 @@ def _tokens(text: str, source: str) -> Iterator[tuple[str, bool, int]]:
             if stop == len(line) or start < 0:
                 break  # end of line, or a '#' comment runs to it
             in_comment, pos = True, start + 2
-    if in_comment:
-        raise Where(source).error("comment '/*' is never closed")
 
 
 _PUNCT = frozenset("{};[]")
@@ -92,54 +103,60 @@ def _in_quotes(line: str, start: int, at: int) -> bool:
     return line.count('"', start, at) % 2 == 1
 
 
-def brace_tree(text: str, source: str) -> list[Stanza]:
-    """Parse ``text`` into top-level stanzas; unbalanced braces or brackets are a ParseError."""
-    roots: list[Stanza] = []
-    stack: list[list[Stanza]] = [roots]
+def brace_tree(lines: list[tuple[int, str]], source: str) -> BraceTree:
+    """``(line number, text)`` lines into top-level stanzas.
+
+    Pastes are cut and hand-edited: a ``}`` with nothing open is skipped, a statement that runs into ``}`` without
+    its ``;`` is kept, and stanzas the text leaves open are closed at its end and listed in ``open_at_end``. Each
+    slip is a problem ``(line, message)``; only a hostile size (nesting past 64 levels, millions of tokens) raises.
+    """
+    tree = BraceTree([])
+    stack: list[tuple[list[Stanza], Stanza | None]] = [(tree.roots, None)]
     words: list[str] = []
     first_line = 1
     in_list = False
-    for tok, punct, line in _tokens(text, source):
+    for tok, punct, line in _tokens(lines, tree, source):
         if not punct:
             if not words:
                 first_line = line
-            words.append(tok)
-            if len(words) > _MAX_WORDS:
+            if len(words) >= _MAX_WORDS:
                 raise Where(source, line).error(f"statement longer than {_MAX_WORDS} words")
+            words.append(tok)
             continue
         if tok == "[":
-            if in_list:
-                raise Where(source, line).error("'[' inside a list")
             in_list = True
         elif tok == "]":
-            if not in_list:
-                raise Where(source, line).error("']' without '['")
             in_list = False
-        elif in_list:
-            raise Where(source, line).error(f"{tok!r} inside a [ ] list")
+        elif in_list and tok != "}":
+            continue  # a stray ';' or '{' inside [ ]: read past it
         elif tok == ";":
             if words:
-                _add(stack[-1], Stanza(words, first_line))
+                _add(stack[-1][0], Stanza(words, first_line))
             words = []
         elif tok == "{":
+            node = Stanza(words or ["{"], first_line if words else line)
             if not words:
-                raise Where(source, line).error("'{' without a statement name")
-            node = Stanza(words, first_line)
-            _add(stack[-1], node)
-            stack.append(node.children)
+                tree.problems.append((line, "'{' without a statement name"))
+            _add(stack[-1][0], node)
+            stack.append((node.children, node))
             if len(stack) > _MAX_DEPTH:
                 raise Where(source, line).error(f"nesting deeper than {_MAX_DEPTH} levels")
             words = []
         elif tok == "}":
+            in_list = False
             if words:
-                raise Where(source, line, " ".join(words)[:40]).error("statement before '}' lacks ';'")
+                tree.problems.append((first_line, "statement before '}' lacks ';'"))
+                _add(stack[-1][0], Stanza(words, first_line))
+                words = []
             if len(stack) == 1:
-                raise Where(source, line).error("'}' without '{'")
+                tree.problems.append((line, "'}' closes nothing (the paste starts inside a block); skipped"))
+                continue
             stack.pop()
-    if in_list or words or len(stack) != 1:
-        raise Where(source).error("configuration ends inside a statement: braces or brackets are not balanced")
-    _drop_inactive(roots)
-    return roots
+    if words:
+        _add(stack[-1][0], Stanza(words, first_line))
+    tree.open_at_end = [node for _, node in stack[1:] if node is not None]
+    _drop_inactive(tree.roots)
+    return tree
 
 
 def _add(siblings: list[Stanza], node: Stanza) -> None:
@@ -147,9 +164,12 @@ def _add(siblings: list[Stanza], node: Stanza) -> None:
 
 
 def _drop_inactive(nodes: list[Stanza]) -> None:
-    keep = [n for n in nodes if n.words[:1] != ["inactive:"]]
-    nodes[:] = keep
-    for node in keep:
-        if node.words[:1] in (["protect:"], ["active:"]):
-            node.words = node.words[1:]
-        _drop_inactive(node.children)
+    todo = [nodes]
+    while todo:
+        current = todo.pop()
+        keep = [n for n in current if n.words[:1] != ["inactive:"]]
+        current[:] = keep
+        for node in keep:
+            if node.words[:1] in (["protect:"], ["active:"]):
+                node.words = node.words[1:]
+            todo.append(node.children)

@@ -7,6 +7,7 @@ built from them can only fail in that one way.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -25,6 +26,7 @@ __all__ = [
     "MAX_COMMAND_CHARS",
     "parse_bytes",
     "shell_words",
+    "strip_inline_comment",
 ]
 
 
@@ -93,6 +95,9 @@ def parse_priorities(text: str, where: Where, *, what: str, hi: int = 7) -> froz
 
 _MAX_INTERFACES = 16384  # far above any switch; stops a hostile line from expanding into millions of ports
 _IFACE = re.compile(r"^([A-Za-z][A-Za-z-]*?)\s*((?:\d+/)*)(\d+)$")
+# Guides and runbooks write one block for many ports: "Ethernet1/*", "EthernetN/1", "swp<1-32>". Such a name is kept
+# as written, one port standing for all it names.
+_PLACEHOLDER = re.compile(r"[A-Za-z][A-Za-z0-9/.:_-]{0,40}(?:[*<>{}]|[A-Z](?=/|$))[A-Za-z0-9/.:*<>{}_-]{0,40}")
 
 
 def expand_interfaces(text: str, where: Where) -> list[str]:
@@ -100,7 +105,8 @@ def expand_interfaces(text: str, where: Where) -> list[str]:
 
     Accepts ``swp1``, ``swp1-4``, ``swp1,swp3``, ``Ethernet1-4``, ``Ethernet1/1-48``, ``ethernet 1/1-1/48``
     (NX-OS writes the range end with or without its slot). Names keep the spelling of the first element
-    with the type capitalised as vendors print it (``ethernet 1/1`` becomes ``Ethernet1/1``).
+    with the type capitalised as vendors print it (``ethernet 1/1`` becomes ``Ethernet1/1``). A placeholder
+    (``Ethernet1/*``, ``EthernetN/1``) stays one name.
     """
     names: list[str] = []
     for item in (part.strip() for part in text.split(",")):
@@ -110,6 +116,9 @@ def expand_interfaces(text: str, where: Where) -> list[str]:
         first = first.replace(" ", "")
         match = _IFACE.match(first)
         if match is None:
+            if _PLACEHOLDER.fullmatch(item.replace(" ", "")):
+                names.append(item.replace(" ", ""))
+                continue
             raise where.error(f"interface {item!r} must look like 'swp1', 'Ethernet1/1' or 'Ethernet1-4'")
         kind, slots, start = match.group(1), match.group(2), int(match.group(3))
         kind = kind[0].upper() + kind[1:] if kind.lower() == "ethernet" else kind
@@ -149,22 +158,41 @@ class Block:
     def where(self, source: str) -> Where:
         return Where(source, self.line, self.text)
 
+    def subtree(self) -> Iterator[Block]:
+        """This block and every block under it (iteratively: a hostile indentation staircase is deep)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
-_CONTROL = re.compile(r"[\x00-\x1f]")
+
+def strip_inline_comment(text: str, mark: str = "!") -> str:
+    """``match dscp 26   ! RoCE data`` without its trailing comment (linear: one find, no regex)."""
+    at = text.find(mark)
+    while at > 0:
+        if text[at - 1] in " \t":
+            return text[:at].rstrip()
+        at = text.find(mark, at + 1)
+    return text
 
 
-def block_tree(text: str, source: str, *, comments: tuple[str, ...] = ("!", "#")) -> list[Block]:
-    """Parse an indented CLI configuration (EOS, NX-OS) into a forest by indentation depth."""
+def block_tree(lines: list[tuple[int, str]], *, comments: tuple[str, ...] = ("!", "#"),
+               inline: str | None = "!") -> list[Block]:
+    """An indented CLI configuration (EOS, NX-OS, Dell SONiC) as a forest by indentation depth.
+
+    ``lines`` are ``(line number, text)`` as :func:`~tensorfabric.fabric.parsers._read.config_lines` gives them.
+    """
     roots: list[Block] = []
     stack: list[tuple[int, Block]] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
-            raw = raw.expandtabs(4)
+    for number, raw in lines:
         stripped = raw.strip()
         if not stripped or stripped.startswith(comments):
             continue
-        if _CONTROL.search(stripped):
-            raise ParseError("line holds control characters", source=source, line=number, excerpt=stripped)
+        if inline is not None:
+            stripped = strip_inline_comment(stripped, inline)
+            if not stripped:
+                continue
         depth = len(raw) - len(raw.lstrip(" "))
         node = Block(stripped, number)
         while stack and stack[-1][0] >= depth:

@@ -8,8 +8,12 @@ switch priority N; a DSCP in two lists is a conflict), ``pfc.port_group_list`` g
 ``probability``), ``link_pause.port_group_list`` port sets, ``priority_group.NAME.cos_list`` with
 ``priority_group.NAME.weight`` (0 = strict, as the file's own comment says) and 5.x
 ``default_egress_sched.cos_N.bw_percent``. A group named in a ``port_group_list`` must have its keys: switchd
-reads keys by the listed name, so a list naming one group and keys naming another configures nothing, and the
-parser refuses it rather than guess.
+reads keys by the listed name, so a list naming one group and keys naming another configures nothing. That is
+read as what the switch does (nothing) and reported as a defect of the file, which ``fabric lint`` turns into a
+finding; NVIDIA's own RoCE page printed such a file.
+
+A file pasted in part is read for what it holds: DSCP lists that do not cover all 64 DSCPs leave the map unknown
+(an unlisted DSCP would otherwise read as priority 0), a group without its ``ecn_enable`` line leaves ECN unknown.
 """
 
 from __future__ import annotations
@@ -17,26 +21,35 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust
+from tensorfabric.errors import ParseError
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
+from tensorfabric.fabric.parsers._read import Reading, bare
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "cumulus-datapath"
+NAME = "Cumulus traffic.conf"
 SUFFIXES = (".traffic_conf",)
-_MARKERS = ("traffic.packet_priority_source_set", "pfc.port_group_list", "ecn_red.port_group_list",
-            "default_egress_sched.", "traffic.cos_")
-_LINE = re.compile(r"^([A-Za-z0-9_.]+)\s*=\s*(.*?)\s*$")
+EXPECTED = ("Cumulus datapath 'key = value' lines (traffic.cos_N.priority_source.dscp, pfc.port_group_list, "
+            "ecn_red.port_group_list, priority_group.*)")
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("traffic.packet_priority_source_set", r"^\s*#?\s*traffic\.packet_priority_source_set\s*="),
+    ("traffic.cos_N.priority_source", r"^\s*#?\s*traffic\.cos_\d\.priority_source\."),
+    ("pfc.port_group_list", r"^\s*#?\s*pfc\.port_group_list\s*="),
+    ("pfc.GROUP.*", r"^\s*#?\s*pfc\.[\w-]+\.(?:cos_list|port_set|xoff_size|xon_delta|port_buffer_bytes)\s*="),
+    ("ecn_red.*", r"^\s*#?\s*ecn_red\.[\w.-]+\s*="),
+    ("priority_group.*", r"^\s*#?\s*priority_group\.\w+\.(?:cos_list|weight)\s*="),
+    ("default_egress_sched.*", r"^\s*default_egress_sched\.cos_\d"),
+    ("link_pause.*", r"^\s*#?\s*link_pause\.[\w.-]+\s*="),
+))
+_LINE = re.compile(r"^([A-Za-z0-9_.-]+)[ \t]*=[ \t]*(.*)$")
 _PORT = re.compile(r"^([a-z]+\d*s|[a-z]+)(\d+)(?:-(?:[a-z]+\d*s|[a-z]+)?(\d+))?$")
+_PREFIXES = ("traffic.", "pfc.", "ecn_red.", "priority_group.", "default_egress_sched.", "link_pause.", "scheduling.")
 _SOURCES: dict[frozenset[str], Trust] = {
     frozenset({"dscp"}): "dscp", frozenset({"802.1p"}): "pcp", frozenset({"cos"}): "pcp",
     frozenset({"802.1p", "dscp"}): "pcp,dscp", frozenset({"cos", "dscp"}): "pcp,dscp",
 }
-
-
-def sniff(text: str) -> bool:
-    head = text[:200_000]
-    return any(f"\n{m}" in f"\n{head}" for m in _MARKERS)
 
 
 def _list(value: str, where: Where) -> list[str]:
@@ -52,6 +65,9 @@ def _ints(value: str, where: Where, what: str, hi: int) -> list[int]:
 def _ports(value: str, where: Where) -> list[str]:
     names: list[str] = []
     for item in (p.strip() for p in value.split(",")):
+        if item == "allports":
+            names.append("*")
+            continue
         match = _PORT.match(item)
         if match is None:
             raise where.error(f"port {item!r} must look like swp1, swp1-swp4 or swp50s0-swp50s3")
@@ -77,118 +93,125 @@ class _Group:
         return self.keys.get(key)
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
     values: dict[str, tuple[str, Where]] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
+    numbers: dict[str, int] = {}
+    for line in r.content():
+        text = line.text.strip()
+        if line.kind != "text" or not text or text.startswith("#"):
             continue
-        match = _LINE.match(line) if len(line) < 100_000 else None
-        where = Where(source, number, line)
-        if match is None:
-            raise where.error("expected 'key = value' as in traffic.conf")
-        values[match.group(1)] = (match.group(2), where)
-    if not any(k.startswith(("traffic.", "pfc.", "ecn_red.", "priority_group.", "default_egress_sched."))
-               for k in values):
-        raise Where(source).error("no Cumulus datapath QoS keys (traffic.*, pfc.*, ecn_red.*) found")
+        hash_at = text.find(" #")  # datapath.conf writes "... = 50.0  # all priority groups"
+        text = text[:hash_at].rstrip() if hash_at > 0 else text
+        match = _LINE.match(text)
+        if match is None or not match.group(1).startswith(_PREFIXES):
+            continue
+        values[match.group(1)] = (match.group(2).strip(), Where(source, line.number, text))
+        numbers[match.group(1)] = line.number
+    used: set[str] = set()
 
+    def take(key: str) -> tuple[str, Where] | None:
+        found = values.get(key)
+        if found is not None:
+            used.add(key)
+        return found
+
+    defects: list[ConfigDefect] = []
     trust: Trust | None = None
-    if "traffic.packet_priority_source_set" in values:
-        value, where = values["traffic.packet_priority_source_set"]
-        sources = frozenset(_list(value, where))
-        if sources not in _SOURCES:
-            raise where.error(f"packet_priority_source_set {value!r} must name dscp and/or 802.1p")
-        trust = _SOURCES[sources]
+    source_set = take("traffic.packet_priority_source_set")
+    if source_set is not None:
+        with r.statement(source_set[1].line):
+            sources = frozenset(_list(*source_set))
+            if sources not in _SOURCES:
+                raise source_set[1].error(f"packet_priority_source_set {source_set[0]!r} must name dscp and/or 802.1p")
+            trust = _SOURCES[sources]
     dscp: dict[int, int] = {}
     seen: dict[int, set[int]] = {}
     for cos in range(8):
-        entry = values.get(f"traffic.cos_{cos}.priority_source.dscp")
+        entry = take(f"traffic.cos_{cos}.priority_source.dscp")
         if entry is None:
             continue
-        for d in _ints(entry[0], entry[1], "dscp", 63):
-            dscp[d] = cos
-            seen.setdefault(d, set()).add(cos)
+        with r.statement(entry[1].line):
+            for d in _ints(entry[0], entry[1], "dscp", 63):
+                dscp[d] = cos
+                seen.setdefault(d, set()).add(cos)
     conflicts = {d: frozenset(c) for d, c in seen.items() if len(c) > 1}
     for d in conflicts:
         del dscp[d]  # which list switchd honours is not documented: the class is unknown
+    if seen and len(seen) < 64:
+        r.warn(None, f"the traffic.cos_N.priority_source.dscp lists name {len(seen)} of 64 DSCPs (a part of the "
+                     "file?); the DSCP map is left unknown")
+        dscp = {}
 
     def groups(prefix: str) -> dict[str, _Group]:
-        listed = values.get(f"{prefix}.port_group_list")
+        listed = take(f"{prefix}.port_group_list")
         if listed is None:
             return {}
         out: dict[str, _Group] = {}
-        for name in _list(*listed):
+        try:
+            names = _list(*listed)
+        except ParseError as exc:
+            r.warn(listed[1].line, bare(exc))
+            return {}
+        for name in names:
             keys = {k[len(prefix) + len(name) + 2:]: v for k, v in values.items()
                     if k.startswith(f"{prefix}.{name}.")}
             if not keys:
-                raise listed[1].error(f"{prefix}.port_group_list names {name!r} but no {prefix}.{name}.* keys "
-                                      "exist; switchd reads the keys by that name")
+                others = sorted({k.split(".")[1] for k in values if k.startswith(f"{prefix}.") and k.count(".") >= 2
+                                 and k.split(".")[1] not in (*names, "port_group_list")})
+                if not others:
+                    # Its keys may lie outside the excerpt: unknown, not a defect.
+                    r.warn(listed[1].line, f"{prefix}.port_group_list names {name!r} but no {prefix}.{name}.* keys "
+                                           "are in this text; that group is unknown")
+                    continue
+                defects.append(ConfigDefect(listed[1].line, f"{prefix}.port_group_list names {name!r} but no "
+                               f"{prefix}.{name}.* keys exist (the keys name {', '.join(repr(o) for o in others)}); "
+                               f"switchd reads the keys by the listed name, so this {prefix} group configures "
+                               "nothing",
+                               f"rename the keys to {prefix}.{name}.* or list {others[0]} in {prefix}.port_group_list"))
+                used.update(k for k in values if k.startswith(f"{prefix}.") and k.split(".")[1] in others)
+                continue
+            used.update(f"{prefix}.{name}.{k}" for k in keys)
             out[name] = _Group(keys)
         return out
 
     ports: dict[str, dict[str, object]] = {}
-    for group in groups("pfc").values():
-        cos_v = group.get("cos_list")
-        pset = group.get("port_set")
-        if cos_v is None or pset is None:
-            raise _error(source, "pfc group needs cos_list and port_set")
-        prios = frozenset(_ints(cos_v[0], cos_v[1], "cos_list", 7))
-        room = None
-        if group.get("xoff_size") is not None:
-            xoff = parse_int(group.keys["xoff_size"][0], group.keys["xoff_size"][1], what="xoff_size", lo=0)
-            delta_v = group.get("xon_delta")
-            delta = parse_int(delta_v[0], delta_v[1], what="xon_delta", lo=0) if delta_v else None
-            size_v = group.get("port_buffer_bytes")
-            size = parse_int(size_v[0], size_v[1], what="port_buffer_bytes", lo=0) if size_v else 0
-            room = Headroom(xoff, max(0, xoff - (delta or 0)), size, hysteresis_bytes=delta)
-        cable_v = group.get("cable_length")
-        cable = parse_float(cable_v[0], cable_v[1], what="cable_length") if cable_v else None
-        for name in _ports(*pset):
-            port = ports.setdefault(name, {})
-            port["pfc"] = prios
-            if room is not None:
-                port["headroom"] = dict.fromkeys(prios, room)
-            if cable is not None:
-                port["cable"] = cable
-    for group in groups("ecn_red").values():
-        cos_v = group.get("cos_list")
-        pset = group.get("port_set")
-        if cos_v is None or pset is None:
-            raise _error(source, "ecn_red group needs cos_list and port_set")
-        lo_v, hi_v = group.get("min_threshold_bytes"), group.get("max_threshold_bytes")
-        prob_v, ecn_v = group.get("probability"), group.get("ecn_enable")
-        profile = EcnProfile(
-            parse_int(lo_v[0], lo_v[1], what="min_threshold_bytes", lo=0) if lo_v else 0,
-            parse_int(hi_v[0], hi_v[1], what="max_threshold_bytes", lo=0) if hi_v else 0,
-            parse_float(prob_v[0], prob_v[1], what="probability") if prob_v else 100.0,
-            _bool(*ecn_v) if ecn_v else False,
-        )
-        for name in _ports(*pset):
-            ecn = ports.setdefault(name, {}).setdefault("ecn", {})
-            assert isinstance(ecn, dict)
-            ecn.update(dict.fromkeys(_ints(cos_v[0], cos_v[1], "cos_list", 7), profile))
+    for name, group in groups("pfc").items():
+        with r.statement(numbers.get("pfc.port_group_list")):
+            _pfc_group(name, group, ports, r)
+    for name, group in groups("ecn_red").items():
+        with r.statement(numbers.get("ecn_red.port_group_list")):
+            _ecn_group(name, group, ports, r)
     for group in groups("link_pause").values():
         pset = group.get("port_set")
         if pset is not None:
-            for name in _ports(*pset):
-                ports.setdefault(name, {})["link_pause"] = True
+            with r.statement(pset[1].line):
+                for name in _ports(*pset):
+                    ports.setdefault(name, {})["link_pause"] = True
 
     strict: set[int] = set()
     weights: dict[int, int] = {}
     pgs = {k.split(".")[1] for k in values if k.startswith("priority_group.") and k.endswith(".cos_list")}
+    sched_known = bool(pgs)
     for pg in sorted(pgs):
-        cos_v = values[f"priority_group.{pg}.cos_list"]
-        weight_v = values.get(f"priority_group.{pg}.weight")
-        if weight_v is None:
+        cos_v = take(f"priority_group.{pg}.cos_list")
+        weight_v = take(f"priority_group.{pg}.weight")
+        if cos_v is None or weight_v is None:
+            sched_known = sched_known and weight_v is not None
             continue
-        weight = parse_int(weight_v[0], weight_v[1], what=f"priority_group.{pg}.weight", lo=0, hi=127)
-        for cos in _ints(cos_v[0], cos_v[1], "cos_list", 7):
-            (strict.add(cos) if weight == 0 else weights.__setitem__(cos, weight))
+        with r.statement(weight_v[1].line):
+            weight = parse_int(weight_v[0], weight_v[1], what=f"priority_group.{pg}.weight", lo=0, hi=127)
+            for cos in _ints(cos_v[0], cos_v[1], "cos_list", 7):
+                (strict.add(cos) if weight == 0 else weights.__setitem__(cos, weight))
     for cos in range(8):
-        bw = values.get(f"default_egress_sched.cos_{cos}.bw_percent")
+        bw = take(f"default_egress_sched.cos_{cos}.bw_percent")
         if bw is not None:
-            weights[cos] = parse_int(bw[0], bw[1], what="bw_percent", lo=0, hi=100)
+            with r.statement(bw[1].line):
+                weights[cos] = parse_int(bw[0], bw[1], what="bw_percent", lo=0, hi=100)
+    for key in used:
+        r.use(numbers.get(key))
 
+    default = ports.pop("*", None)
     out = tuple(PortQos(
         name=name,
         pfc_priorities=p.get("pfc"),  # type: ignore[arg-type]
@@ -199,12 +222,60 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     ) for name, p in ports.items())
     return Deployed(
         device=device or device_from_source(source), kind="switch", format=FORMAT, source=source,
-        dscp_to_priority=dscp, trust=trust, strict_queues=frozenset(strict) if pgs else None, queue_weights=weights,
-        # Ports outside every PFC group have PFC off, but the file lists no such ports: no device default.
-        pfc_priorities=None, ports=out,
-        dscp_conflicts=conflicts,
+        dscp_to_priority=dscp, trust=trust, strict_queues=frozenset(strict) if sched_known else None,
+        queue_weights=weights,
+        # Ports outside every PFC group have PFC off, but the file lists no such ports: no device default
+        # (except "allports", which is every port).
+        pfc_priorities=default.get("pfc") if default else None,  # type: ignore[arg-type]
+        ecn=default.get("ecn") if default else None,  # type: ignore[arg-type]
+        headroom=default.get("headroom", {}) if default else {},  # type: ignore[arg-type]
+        ports=out, dscp_conflicts=conflicts, defects=tuple(defects),
     )
 
 
-def _error(source: str, message: str) -> Exception:
-    return Where(source).error(message)
+def _pfc_group(name: str, group: _Group, ports: dict[str, dict[str, object]], r: Reading) -> None:
+    cos_v = group.get("cos_list")
+    pset = group.get("port_set")
+    if cos_v is None or pset is None:
+        r.warn(None, f"pfc group {name!r} lacks cos_list or port_set; its PFC is unknown")
+        return
+    prios = frozenset(_ints(cos_v[0], cos_v[1], "cos_list", 7))
+    room = None
+    if group.get("xoff_size") is not None:
+        xoff = parse_int(group.keys["xoff_size"][0], group.keys["xoff_size"][1], what="xoff_size", lo=0)
+        delta_v = group.get("xon_delta")
+        delta = parse_int(delta_v[0], delta_v[1], what="xon_delta", lo=0) if delta_v else None
+        size_v = group.get("port_buffer_bytes")
+        size = parse_int(size_v[0], size_v[1], what="port_buffer_bytes", lo=0) if size_v else 0
+        room = Headroom(xoff, max(0, xoff - (delta or 0)), size, hysteresis_bytes=delta)
+    cable_v = group.get("cable_length")
+    cable = parse_float(cable_v[0], cable_v[1], what="cable_length") if cable_v else None
+    for port_name in _ports(*pset):
+        port = ports.setdefault(port_name, {})
+        port["pfc"] = prios
+        if room is not None:
+            port["headroom"] = dict.fromkeys(prios, room)
+        if cable is not None:
+            port["cable"] = cable
+
+
+def _ecn_group(name: str, group: _Group, ports: dict[str, dict[str, object]], r: Reading) -> None:
+    cos_v = group.get("cos_list")
+    pset = group.get("port_set")
+    lo_v, hi_v = group.get("min_threshold_bytes"), group.get("max_threshold_bytes")
+    prob_v, ecn_v = group.get("probability"), group.get("ecn_enable")
+    if cos_v is None or pset is None or ecn_v is None or lo_v is None or hi_v is None:
+        # Without ecn_enable or a threshold the file does not say how packets are marked: unknown, not off.
+        r.warn(None, f"ecn_red group {name!r} lacks cos_list, port_set, ecn_enable or a threshold; its ECN is "
+                     "unknown")
+        return
+    profile = EcnProfile(
+        parse_int(lo_v[0], lo_v[1], what="min_threshold_bytes", lo=0),
+        parse_int(hi_v[0], hi_v[1], what="max_threshold_bytes", lo=0),
+        parse_float(prob_v[0], prob_v[1], what="probability") if prob_v else 100.0,
+        _bool(*ecn_v),
+    )
+    for port_name in _ports(*pset):
+        ecn = ports.setdefault(port_name, {}).setdefault("ecn", {})
+        assert isinstance(ecn, dict)
+        ecn.update(dict.fromkeys(_ints(cos_v[0], cos_v[1], "cos_list", 7), profile))

@@ -8,10 +8,15 @@ Read: ``qos map dscp-tc|dot1p-tc|tc-queue|tc-pg|pfc-priority-queue|pfc-priority-
 ``priority-flow-control priority N``, ``priority-flow-control watchdog on|action|detect-time|restore-time``).
 WRED thresholds stay in the CLI's KB (``kbytes``): releases convert them with 1000 or 1024, so they are never
 compared with byte counts.
+
+``sonic-cli`` pastes often lose the indentation (``qos wred-policy ROCE`` with its ``green ...`` line under it at
+the same column, blocks separated by ``!``): such a paste is re-indented from the statements' own hierarchy before
+it is read. A map or policy an interface names but the text does not define leaves that fact unknown (a warning).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tensorfabric import units
@@ -27,18 +32,36 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
+from tensorfabric.fabric.parsers._read import Reading, config_lines, tail_open
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "dell-sonic"
+NAME = "Dell Enterprise SONiC CLI"
 SUFFIXES = (".dellsonic",)
+EXPECTED = ("Dell Enterprise SONiC CLI QoS statements (qos map dscp-tc, qos wred-policy, qos scheduler-policy, "
+            "interface Eth1/1 with qos-map and priority-flow-control priority N)")
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("qos map dscp-tc|tc-queue|tc-pg|...", r"^\s*qos map (?:dscp-tc|dot1p-tc|tc-queue|tc-pg|pfc-priority-queue|"
+                                          r"pfc-priority-pg)\b"),
+    ("qos-map (interface)", r"^\s*qos-map (?:dscp-tc|dot1p-tc|tc-queue|tc-pg|pfc-priority-queue|pfc-priority-pg)\b"),
+    ("qos wred-policy", r"^\s*(?:qos )?wred-policy\b"),
+    ("qos scheduler-policy", r"^\s*(?:qos )?scheduler-policy\b"),
+    ("green minimum-threshold", r"^\s*green minimum-threshold\b"),
+    ("ecn green|all", r"^\s*ecn (?:green|all)\b"),
+    ("type strict|dwrr|wrr", r"^\s*type (?:strict|dwrr|wrr)\s*$"),
+    ("queue N wred-policy", r"^\s*queue \d+ wred-policy\b"),
+    ("priority-flow-control priority N", r"^\s*priority-flow-control priority \d\s*$"),
+    ("priority-flow-control watchdog", r"^\s*priority-flow-control watchdog\b"),
+    ("interface Eth1/1", r"^\s*interface Eth\d"),
+    ("dscp N traffic-class N", r"^\s*dscp [\d,-]+ traffic-class \d"),
+    ("Dell prompt mode", r"\(conf-(?:qos|sched|if-Eth|dscp|tc|wred)"),
+))
 _MAPS = ("dscp-tc", "dot1p-tc", "tc-queue", "tc-pg", "pfc-priority-queue", "pfc-priority-pg")
-
-
-def sniff(text: str) -> bool:
-    head = text[:200_000]
-    return ("qos-map dscp-tc" in head or "qos map dscp-tc" in head or "qos wred-policy" in head
-            or "qos scheduler-policy" in head)
+# Statements that open a top-level block, for pastes that lost their indentation.
+_TOP = frozenset({"interface", "qos", "hostname", "hardware", "line", "router", "vrf", "vlan", "username", "ntp",
+                  "logging", "snmp-server", "mgmt", "sflow", "tacacs-server", "aaa", "spanning-tree", "lldp",
+                  "clock", "banner", "management", "ztp"})
 
 
 @dataclass
@@ -50,53 +73,91 @@ class _Sched:
 @dataclass
 class _Port:
     names: list[str]
+    line: int
     mtu: int | None = None
     speed: float | None = None
     routed: bool = False
     cable: float | None = None
-    maps: dict[str, str] = field(default_factory=dict)
-    sched: str | None = None
-    wred: dict[int, str] = field(default_factory=dict)
+    maps: dict[str, tuple[str, int]] = field(default_factory=dict)
+    sched: tuple[str, int] | None = None
+    wred: dict[int, tuple[str, int]] = field(default_factory=dict)
     pfc: set[int] = field(default_factory=set)
     pfc_seen: bool = False
     wd_on: bool | None = None
     wd_action: str | None = None
     wd_detect: float | None = None
     wd_restore: float | None = None
+    partial: bool = False
 
 
-def _map_block(block: Block, source: str) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
+def _reindent(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A paste whose sub-mode lines lost their indentation, re-indented by what each statement opens."""
+    if any(t[:1] in (" ", "\t") for _, t in lines if t.strip() and not t.lstrip().startswith("!")):
+        return lines
+    out: list[tuple[int, str]] = []
+    head: str | None = None
+    in_queue = False
+    for number, text in lines:
+        stripped = text.strip()
+        if not stripped or stripped.startswith(("!", "#")):
+            out.append((number, text))
+            continue
+        words = stripped.split()
+        global_pfc = words[:3] == ["priority-flow-control", "watchdog", "polling-interval"]
+        inner_ip = words[0] in ("ip", "ipv6") and head == "interface"
+        if (words[0] in _TOP or words[0] in ("ip", "ipv6") or global_pfc) and not inner_ip:
+            head, in_queue = " ".join(words[:2]), False
+            head = "interface" if words[0] == "interface" else head
+            out.append((number, stripped))
+        elif head == "qos scheduler-policy" and words[0] == "queue":
+            in_queue = True
+            out.append((number, " " + stripped))
+        elif head is not None:
+            out.append((number, ("  " if in_queue else " ") + stripped))
+        else:
+            out.append((number, stripped))
+    return out
+
+
+def _map_block(block: Block, r: Reading) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
     kind = block.words[2]
     out: dict[int, int] = {}
     seen: dict[int, set[int]] = {}
     for line in block.children:
-        w, where = line.words, line.where(source)
-        if len(w) != 4:
-            raise where.error(f"qos map {kind} entries look like 'dscp 26 traffic-class 3'")
-        hi = 63 if w[0] == "dscp" else 7
-        value = parse_int(w[3], where, what=w[2], lo=0, hi=15)
-        for key in parse_priorities(w[1], where, what=w[0], hi=hi):
-            out[key] = value
-            seen.setdefault(key, set()).add(value)
+        w, where = line.words, line.where(r.source)
+        with r.statement(line.line):
+            if len(w) != 4:
+                raise where.error(f"qos map {kind} entries look like 'dscp 26 traffic-class 3'")
+            hi = 63 if w[0] == "dscp" else 7
+            value = parse_int(w[3], where, what=w[2], lo=0, hi=15)
+            for key in parse_priorities(w[1], where, what=w[0], hi=hi):
+                out[key] = value
+                seen.setdefault(key, set()).add(value)
+            r.use(line.line)
     return out, {k: frozenset(v) for k, v in seen.items() if len(v) > 1}
 
 
-def _wred(block: Block, source: str) -> EcnProfile:
+def _wred(block: Block, r: Reading) -> EcnProfile | None:
     kmin = kmax = None
     prob = 100.0
     ecn = False
     for line in block.children:
-        w, where = line.words, line.where(source)
-        if w[0] == "green" and "minimum-threshold" in w and "maximum-threshold" in w:
-            kmin = _after(w, "minimum-threshold", where)
-            kmax = _after(w, "maximum-threshold", where)
-            if "drop-probability" in w:
-                prob = parse_float(w[w.index("drop-probability") + 1] if w.index("drop-probability") + 1 < len(w)
-                                   else "", where, what="drop-probability")
-        elif w[0] == "ecn" and len(w) == 2:
-            ecn = w[1] in ("green", "all", "green-yellow", "green-red")
+        w, where = line.words, line.where(r.source)
+        with r.statement(line.line):
+            if w[0] == "green" and "minimum-threshold" in w and "maximum-threshold" in w:
+                kmin = _after(w, "minimum-threshold", where)
+                kmax = _after(w, "maximum-threshold", where)
+                if "drop-probability" in w:
+                    at = w.index("drop-probability") + 1
+                    prob = parse_float(w[at] if at < len(w) else "", where, what="drop-probability")
+            elif w[0] == "ecn" and len(w) == 2:
+                ecn = w[1] in ("green", "all", "green-yellow", "green-red")
+            else:
+                continue
+            r.use(line.line)
     if kmin is None or kmax is None:
-        raise block.where(source).error("wred-policy lacks 'green minimum-threshold N maximum-threshold N'")
+        r.warn(block.line, "wred-policy lacks 'green minimum-threshold N maximum-threshold N'; its ECN is unknown")
+        return None
     return EcnProfile(kmin, kmax, prob, ecn, unit="kbytes")
 
 
@@ -107,125 +168,162 @@ def _after(words: list[str], key: str, where: Where) -> int:
     return parse_int(words[i + 1], where, what=key, lo=0)
 
 
-def _scheduler(block: Block, source: str) -> _Sched:
+def _scheduler(block: Block, r: Reading) -> _Sched:
     sched = _Sched()
     for q in block.children:
-        w, where = q.words, q.where(source)
+        w, where = q.words, q.where(r.source)
         if w[0] != "queue" or len(w) < 2:
             continue
-        queue = parse_int(w[1], where, what="queue", lo=0, hi=15)
-        lines = [c.words for c in q.children] + ([w[2:]] if len(w) > 2 else [])
-        for cw in lines:
-            if cw[:2] == ["type", "strict"]:
-                sched.strict.add(queue)
-            elif cw[:1] == ["weight"] and len(cw) == 2:
-                sched.weights[queue] = parse_int(cw[1], where, what="weight", lo=0, hi=100)
-            elif "weight" in cw and cw.index("weight") + 1 < len(cw):
-                sched.weights[queue] = parse_int(cw[cw.index("weight") + 1], where, what="weight", lo=0, hi=100)
+        with r.statement(q.line):
+            queue = parse_int(w[1], where, what="queue", lo=0, hi=15)
+            r.use(q.line)
+            lines = [(c.words, c.line) for c in q.children] + ([(w[2:], q.line)] if len(w) > 2 else [])
+            for cw, number in lines:
+                with r.statement(number):
+                    if cw[:2] == ["type", "strict"]:
+                        sched.strict.add(queue)
+                    elif cw[:2] in (["type", "dwrr"], ["type", "wrr"]):
+                        pass
+                    elif cw[:1] == ["weight"] and len(cw) == 2:
+                        sched.weights[queue] = parse_int(cw[1], where, what="weight", lo=0, hi=100)
+                    elif "weight" in cw and cw.index("weight") + 1 < len(cw):
+                        sched.weights[queue] = parse_int(cw[cw.index("weight") + 1], where, what="weight", lo=0,
+                                                         hi=100)
+                    else:
+                        continue
+                    r.use(number)
     return sched
 
 
-def _interface(block: Block, source: str) -> _Port:
-    port = _Port(expand_interfaces(" ".join(block.words[1:]), block.where(source)))
+def _interface(block: Block, r: Reading) -> _Port:
+    port = _Port(expand_interfaces(" ".join(block.words[1:]), block.where(r.source)), block.line)
     for line in block.children:
-        w, where = line.words, line.where(source)
-        if w[0] == "mtu" and len(w) == 2:
-            port.mtu = parse_int(w[1], where, what="mtu", lo=68, hi=65535)
-        elif w[0] == "speed" and len(w) == 2:
-            port.speed = parse_int(w[1], where, what="speed (Mb/s)", lo=1) * 1e6
-        elif w[:2] in (["ip", "address"], ["ipv6", "address"]) or w[:2] == ["ipv6", "enable"]:
-            port.routed = True
-        elif w[0] == "cable-length" and len(w) == 2:
-            try:
-                port.cable = units.parse_length(w[1], what="cable-length")
-            except InputError as exc:
-                raise where.error(str(exc)) from None
-        elif w[0] == "qos-map" and len(w) == 3 and w[1] in _MAPS:
-            port.maps[w[1]] = w[2]
-        elif w[0] == "scheduler-policy" and len(w) == 2:
-            port.sched = w[1]
-        elif w[0] == "queue" and len(w) == 4 and w[2] == "wred-policy":
-            for q in parse_priorities(w[1], where, what="queue", hi=15):
-                port.wred[q] = w[3]
-        elif w[:2] == ["priority-flow-control", "priority"] and len(w) == 3:
-            port.pfc_seen = True
-            port.pfc.update(parse_priorities(w[2], where, what="priority-flow-control priority"))
-        elif w[:3] == ["priority-flow-control", "watchdog", "on"]:
-            port.wd_on = True
-            if "detect-time" in w:
+        w, where = line.words, line.where(r.source)
+        with r.statement(line.line):
+            if w[0] == "mtu" and len(w) == 2:
+                port.mtu = parse_int(w[1], where, what="mtu", lo=68, hi=65535)
+            elif w[0] == "speed" and len(w) == 2:
+                port.speed = parse_int(w[1], where, what="speed (Mb/s)", lo=1) * 1e6
+            elif w[:2] in (["ip", "address"], ["ipv6", "address"]) or w[:2] == ["ipv6", "enable"]:
+                port.routed = True
+            elif w[0] == "cable-length" and len(w) == 2:
+                try:
+                    port.cable = units.parse_length(w[1], what="cable-length")
+                except InputError as exc:
+                    raise where.error(str(exc)) from None
+            elif w[0] == "qos-map" and len(w) == 3 and w[1] in _MAPS:
+                port.maps[w[1]] = (w[2], line.line)
+            elif w[0] == "scheduler-policy" and len(w) == 2:
+                port.sched = (w[1], line.line)
+            elif w[0] == "queue" and len(w) == 4 and w[2] == "wred-policy":
+                for q in parse_priorities(w[1], where, what="queue", hi=15):
+                    port.wred[q] = (w[3], line.line)
+            elif w[:2] == ["priority-flow-control", "priority"] and len(w) == 3:
+                port.pfc_seen = True
+                port.pfc.update(parse_priorities(w[2], where, what="priority-flow-control priority"))
+            elif w[:3] == ["priority-flow-control", "watchdog", "on"]:
+                port.wd_on = True
+                if "detect-time" in w:
+                    port.wd_detect = float(_after(w, "detect-time", where))
+            elif w[:3] == ["priority-flow-control", "watchdog", "off"] or w[:3] == ["no", "priority-flow-control",
+                                                                                  "watchdog"]:
+                port.wd_on = False
+            elif w[:3] == ["priority-flow-control", "watchdog", "action"] and len(w) == 4:
+                port.wd_action = w[3]
+            elif w[:3] == ["priority-flow-control", "watchdog", "detect-time"] and len(w) == 4:
                 port.wd_detect = float(_after(w, "detect-time", where))
-        elif w[:3] == ["priority-flow-control", "watchdog", "off"] or w[:3] == ["no", "priority-flow-control",
-                                                                              "watchdog"]:
-            port.wd_on = False
-        elif w[:3] == ["priority-flow-control", "watchdog", "action"] and len(w) == 4:
-            port.wd_action = w[3]
-        elif w[:3] == ["priority-flow-control", "watchdog", "detect-time"] and len(w) == 4:
-            port.wd_detect = float(_after(w, "detect-time", where))
-        elif w[:3] == ["priority-flow-control", "watchdog", "restore-time"] and len(w) == 4:
-            port.wd_restore = float(_after(w, "restore-time", where))
+            elif w[:3] == ["priority-flow-control", "watchdog", "restore-time"] and len(w) == 4:
+                port.wd_restore = float(_after(w, "restore-time", where))
+            else:
+                continue
+            r.use(line.line)
     return port
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
     hostname: str | None = None
     maps: dict[str, dict[str, dict[int, int]]] = {k: {} for k in _MAPS}
     conflicts: dict[int, frozenset[int]] = {}
-    wreds: dict[str, EcnProfile] = {}
+    wreds: dict[str, EcnProfile | None] = {}
     scheds: dict[str, _Sched] = {}
     poll: float | None = None
     ports: list[_Port] = []
-    for block in block_tree(text, source):
+    lines = _reindent(config_lines(r))
+    tree = block_tree(lines)
+    partial: Block | None = None
+    if tree and tail_open(lines) and tree[-1].children and tree[-1].words[0] == "interface":
+        partial = tree[-1]  # a cut interface block: what it does not say yet is unknown, not off
+    elif tail_open(lines) and tree and tree[-1].children and tree[-1].words[0] == "qos" and (
+            len(tree) > 1 or tree[-1].words[:2] == ["qos", "map"]):
+        # A cut block may have lost lines; a policy pasted alone is kept, a map never (a DSCP it lost would read
+        # as unmapped).
+        last = tree.pop()
+        r.warn(last.line, f"the text ends inside '{last.text[:60]}' without a closing line; it may be cut short, so "
+                          "it is not used")
+    for block in tree:
         w, where = block.words, block.where(source)
-        if w[0] == "hostname" and len(w) == 2:
-            hostname = w[1]
-        elif w[:2] == ["qos", "map"] and len(w) == 4 and w[2] in _MAPS:
-            table, clash = _map_block(block, source)
-            maps[w[2]][w[3]] = table
-            if w[2] == "dscp-tc":
-                conflicts.update(clash)
-        elif w[:2] == ["qos", "wred-policy"] and len(w) == 3:
-            wreds[w[2]] = _wred(block, source)
-        elif w[:2] == ["qos", "scheduler-policy"] and len(w) == 3:
-            scheds[w[2]] = _scheduler(block, source)
-        elif w[:3] == ["priority-flow-control", "watchdog", "polling-interval"] and len(w) == 4:
-            poll = parse_float(w[3], where, what="polling-interval")
-        elif w[0] == "interface" and len(w) >= 2:
-            ports.append(_interface(block, source))
-    if not (any(maps.values()) or wreds or scheds or ports):
-        raise Where(source).error("no Dell SONiC QoS maps, policies or interfaces found")
+        with r.statement(block.line):
+            if w[0] == "hostname" and len(w) == 2:
+                hostname = w[1]
+            elif w[:2] == ["qos", "map"] and len(w) == 4 and w[2] in _MAPS:
+                table, clash = _map_block(block, r)
+                maps[w[2]][w[3]] = table
+                if w[2] == "dscp-tc":
+                    conflicts.update(clash)
+            elif w[:2] == ["qos", "wred-policy"] and len(w) == 3:
+                wreds[w[2]] = _wred(block, r)
+            elif w[:2] == ["qos", "scheduler-policy"] and len(w) == 3:
+                scheds[w[2]] = _scheduler(block, r)
+            elif w[:3] == ["priority-flow-control", "watchdog", "polling-interval"] and len(w) == 4:
+                poll = parse_float(w[3], where, what="polling-interval")
+            elif w[0] == "interface" and len(w) >= 2:
+                ports.append(_interface(block, r))
+                ports[-1].partial = block is partial
+            else:
+                continue
+            r.use(block.line)
+    r.unread_under(tree)
 
-    def named(kind: str, port: _Port, where: Where) -> dict[int, int] | None:
+    def named(kind: str, port: _Port) -> dict[int, int] | None:
         ref = port.maps.get(kind)
         if ref is None:
             return None
-        if ref not in maps[kind]:
-            raise where.error(f"qos-map {kind} {ref!r} is not defined")
-        return maps[kind][ref]
+        if ref[0] not in maps[kind]:
+            r.warn(ref[1], f"qos-map {kind} {ref[0]!r} is not defined in this text; that map is unknown")
+            return None
+        return maps[kind][ref[0]]
 
     out: list[PortQos] = []
     queue_map: dict[int, int] = {}
     pg_map: dict[int, int] = {}
     for p in ports:
-        where = Where(source, None, p.names[0])
-        dscp = named("dscp-tc", p, where)
+        dscp = named("dscp-tc", p)
         trust: Trust | None = "dscp" if dscp is not None else ("pcp" if "dot1p-tc" in p.maps else None)
-        queue_map = named("tc-queue", p, where) or queue_map
-        pg_map = named("tc-pg", p, where) or pg_map
-        sched = scheds.get(p.sched) if p.sched else None
+        queue_map = named("tc-queue", p) or queue_map
+        pg_map = named("tc-pg", p) or pg_map
+        sched = scheds.get(p.sched[0]) if p.sched else None
         if p.sched and sched is None:
-            raise where.error(f"scheduler-policy {p.sched!r} is not defined")
-        ecn: dict[int, EcnProfile] = {}
-        for q, ref in p.wred.items():
-            if ref not in wreds:
-                raise where.error(f"wred-policy {ref!r} is not defined")
-            ecn[q] = wreds[ref]
+            r.warn(p.sched[1], f"scheduler-policy {p.sched[0]!r} is not defined in this text; scheduling unknown")
+        found: dict[int, EcnProfile] = {}
+        known = True
+        for q, (ref, number) in p.wred.items():
+            profile = wreds.get(ref)
+            if profile is None:
+                if ref not in wreds:
+                    r.warn(number, f"wred-policy {ref!r} is not defined in this text; ECN on queue {q} is unknown")
+                known = False  # one unknown queue makes the port's ECN unknown, not off
+                break
+            found[q] = profile
+        ecn = found if known else None
         wd = None
         if p.wd_on is not None:
             wd = Watchdog(p.wd_on, p.wd_detect, p.wd_restore, p.wd_action, poll)
         for name in p.names:
             out.append(PortQos(
                 name=name, mtu=p.mtu, speed_bps=p.speed, routed=p.routed, cable_length_m=p.cable, trust=trust,
-                dscp_to_priority=dscp, pfc_priorities=frozenset(p.pfc) if p.pfc_seen or p.maps else None,
+                dscp_to_priority=dscp,
+                pfc_priorities=frozenset(p.pfc) if p.pfc_seen or (p.maps and not p.partial) else None,
                 ecn=ecn if p.wred else None, strict_queues=frozenset(sched.strict) if sched else None,
                 queue_weights=dict(sched.weights) if sched else None, watchdog=wd,
             ))

@@ -12,7 +12,8 @@ on counters.
 
 EOS has one global DSCP -> traffic-class table with built-in defaults (DSCP 0-7 -> TC 1, 8-15 -> TC 0, then
 DSCP >> 3, so 26 -> 3 and 48 -> 6); ``qos map dscp ... to traffic-class`` lines change entries of it, so the
-record always holds the whole table (``default_dscp_map`` when no line changed it). ``qos map traffic-class N
+record of a whole config (``hostname`` and interfaces) holds the whole table (``default_dscp_map`` when no line
+changed it). An excerpt leaves the table unknown: a ``qos map dscp`` line may sit outside it. ``qos map traffic-class N
 to dscp M`` rewrites the DSCP of leaving packets: it is recorded as ``priority_to_dscp`` and classifies nothing.
 Routed ports trust DSCP by default.
 """
@@ -34,13 +35,29 @@ from tensorfabric.fabric.parsers._common import (
     parse_float,
     parse_int,
 )
+from tensorfabric.fabric.parsers._read import Reading, config_lines, tail_open
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "default_dscp_map", "read"]
 
 FORMAT = "eos"
+NAME = "EOS"
 SUFFIXES = (".eos",)
-_MARKERS = ("qos map dscp", "qos profile", "priority-flow-control pause watchdog", "service-profile",
-            "uc-tx-queue")
+EXPECTED = ("Arista EOS QoS statements (qos map dscp ... to traffic-class, qos profile, priority-flow-control "
+            "priority N no-drop, uc-tx-queue/tx-queue, interface)")
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("qos map dscp ... to traffic-class", r"^\s*qos map dscp [\d ]+to traffic-class\b"),
+    ("qos map traffic-class", r"^\s*qos map traffic-class \d"),
+    ("qos profile", r"^\s*qos profile \S"),
+    ("qos trust", r"^\s*qos trust (?:dscp|cos)\b"),
+    ("priority-flow-control priority N no-drop", r"^\s*priority-flow-control priority \d no-drop\b"),
+    ("priority-flow-control on", r"^\s*priority-flow-control (?:on|mode on)\s*$"),
+    ("priority-flow-control pause watchdog", r"^\s*priority-flow-control pause watchdog\b"),
+    ("uc-tx-queue / tx-queue", r"^\s*(?:uc-|mc-)?tx-queue \d"),
+    ("service-profile", r"^\s*service-profile \S"),
+    ("random-detect ecn", r"^\s*random-detect ecn\b"),
+    ("priority strict", r"^\s*priority strict\s*$"),
+    ("EOS prompt mode", r"\(config-(?:qos-profile|if-Et)"),
+))
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
 _SPEED = re.compile(r"^(?:forced\s+)?(\d{1,4}(?:\.\d{1,3})?[gm])(?:-\d{1,2}|full|half)?$")
 
@@ -48,11 +65,9 @@ _SPEED = re.compile(r"^(?:forced\s+)?(\d{1,4}(?:\.\d{1,3})?[gm])(?:-\d{1,2}|full
 def default_dscp_map() -> dict[int, int]:
     """EOS's built-in DSCP -> traffic class table."""
     return {d: (1 if d < 8 else 0 if d < 16 else roce.default_priority(d)) for d in range(64)}
+
+
 _TRUST: dict[str, Trust] = {"dscp": "dscp", "cos": "pcp"}
-
-
-def sniff(text: str) -> bool:
-    return any(marker in text for marker in _MARKERS)
 
 
 @dataclass
@@ -67,6 +82,8 @@ class _Qos:
     ecn: dict[int, EcnProfile] = field(default_factory=dict)
     watchdog: bool | None = None
     touched: bool = False
+    partial: bool = False
+    """The block may be cut short (the paste ends inside it): absent entries are unknown, not absent."""
 
 
 def _threshold(words: list[str], key: str, where: Where) -> tuple[int, str]:
@@ -81,8 +98,35 @@ def _threshold(words: list[str], key: str, where: Where) -> tuple[int, str]:
     return round(parse_float(words[i + 1], where, what=key) * _UNITS[unit]), "bytes"
 
 
-def _qos_line(block: Block, where: Where, qos: _Qos) -> bool:
-    w = block.words
+def _tx_queue(block: Block, r: Reading, qos: _Qos, queue: int) -> None:
+    for child in block.children:
+        cw, cwhere = child.words, child.where(r.source)
+        with r.statement(child.line):
+            if cw == ["priority", "strict"]:
+                qos.strict.add(queue)
+            elif cw == ["no", "priority"]:
+                qos.strict.discard(queue)
+            elif cw[:2] == ["bandwidth", "percent"] and len(cw) == 3:
+                qos.weights[queue] = parse_int(cw[2], cwhere, what="bandwidth percent", lo=0, hi=100)
+            elif cw == ["random-detect", "ecn", "count"]:
+                pass  # ECN mark counters, no marking behaviour
+            elif cw[:2] == ["random-detect", "ecn"]:
+                pmax = 100.0
+                if "max-mark-probability" in cw and cw.index("max-mark-probability") + 1 < len(cw):
+                    pmax = parse_float(cw[cw.index("max-mark-probability") + 1], cwhere, what="max-mark-probability")
+                (kmin, lo_unit), (kmax, hi_unit) = (_threshold(cw, "minimum-threshold", cwhere),
+                                                    _threshold(cw, "maximum-threshold", cwhere))
+                if lo_unit != hi_unit:
+                    raise cwhere.error("minimum and maximum thresholds mix segments and bytes")
+                qos.ecn[queue] = EcnProfile(kmin, kmax, pmax, True, unit="segments" if lo_unit == "segments"
+                                            else "bytes")
+            else:
+                continue
+            r.use(child.line)
+
+
+def _qos_line(block: Block, r: Reading, qos: _Qos) -> bool:
+    w, where = block.words, block.where(r.source)
     if w[:2] == ["qos", "trust"] and len(w) == 3:
         if w[2] not in _TRUST:
             raise where.error(f"qos trust {w[2]!r} must be 'dscp' or 'cos'")
@@ -100,32 +144,44 @@ def _qos_line(block: Block, where: Where, qos: _Qos) -> bool:
         qos.watchdog = False
     elif w[0] in ("uc-tx-queue", "tx-queue") and len(w) == 2:
         queue = parse_int(w[1], where, what=w[0], lo=0, hi=7)
-        for child in block.children:
-            cw, cwhere = child.words, child.where(where.source)
-            if cw == ["priority", "strict"]:
-                qos.strict.add(queue)
-            elif cw[:2] == ["bandwidth", "percent"] and len(cw) == 3:
-                qos.weights[queue] = parse_int(cw[2], cwhere, what="bandwidth percent", lo=0, hi=100)
-            elif cw == ["random-detect", "ecn", "count"]:
-                continue  # ECN mark counters, no marking behaviour
-            elif cw[:2] == ["random-detect", "ecn"]:
-                pmax = 100.0
-                if "max-mark-probability" in cw and cw.index("max-mark-probability") + 1 < len(cw):
-                    pmax = parse_float(cw[cw.index("max-mark-probability") + 1], cwhere, what="max-mark-probability")
-                (kmin, lo_unit), (kmax, hi_unit) = (_threshold(cw, "minimum-threshold", cwhere),
-                                                    _threshold(cw, "maximum-threshold", cwhere))
-                if lo_unit != hi_unit:
-                    raise cwhere.error("minimum and maximum thresholds mix segments and bytes")
-                qos.ecn[queue] = EcnProfile(kmin, kmax, pmax, True, unit="segments" if lo_unit == "segments"
-                                            else "bytes")
+        _tx_queue(block, r, qos, queue)
     else:
         return False
     qos.touched = True
+    r.use(block.line)
     return True
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
-    tree = block_tree(text, source)
+def _read_block(block: Block, r: Reading, qos: _Qos, partial: bool) -> list[Block]:
+    """The QoS lines of a profile or interface; the other lines are returned to the caller."""
+    children = list(block.children)
+    if partial and children and children[-1].children:
+        # A queue block at the very end of a cut paste may have lost its lines: leave it out.
+        dropped = children.pop()
+        r.warn(dropped.line, f"the text ends inside '{dropped.text[:60]}'; it may be cut short, so it is not used")
+    qos.partial = partial
+    rest: list[Block] = []
+    for child in children:
+        handled = False
+        with r.statement(child.line):
+            handled = _qos_line(child, r, qos)
+        if not handled:
+            rest.append(child)
+    return rest
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
+    lines = config_lines(r)
+    tree = block_tree(lines)
+    partial_last: Block | None = None
+    if tree and tail_open(lines) and tree[-1].children:
+        if tree[-1].words[0] == "interface":
+            partial_last = tree[-1]
+        elif tree[-1].words[:2] == ["qos", "profile"] and len(tree) > 1:
+            last = tree.pop()
+            r.warn(last.line, f"the text ends inside '{last.text[:60]}' without a closing line; it may be cut "
+                              "short, so it is not used")
     hostname: str | None = None
     dscp: dict[int, int] = {}
     rewrite: dict[int, int] = {}
@@ -135,48 +191,68 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     wd_action: str | None = None
     wd_seen = False
     ports: list[PortQos] = []
+    shaped: set[str] = set()
     for block in tree:
         w, where = block.words, block.where(source)
-        if w[0] == "hostname" and len(w) == 2:
-            hostname = w[1]
-        elif w[:3] == ["qos", "map", "dscp"] and "to" in w and w[-2] == "traffic-class":
-            tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
-            for item in w[3:w.index("to")]:
-                dscp[parse_int(item, where, what="dscp", lo=0, hi=63)] = tc
-        elif w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp":
-            value = parse_int(w[-1], where, what="dscp", lo=0, hi=63)
-            for item in w[3:w.index("to")]:
-                rewrite[parse_int(item, where, what="traffic-class", lo=0, hi=7)] = value
-        elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"):
-            queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[6], where, what="tx-queue",
-                                                                                        lo=0, hi=7)
-        elif w[:2] == ["qos", "profile"] and len(w) == 3:
-            qos = profiles.setdefault(w[2], _Qos())
-            for child in block.children:
-                _qos_line(child, child.where(source), qos)
-        elif w[:4] == ["priority-flow-control", "pause", "watchdog", "default"] and len(w) == 6:
-            wd_seen = True
-            wd[w[4]] = parse_float(w[5], where, what=f"watchdog {w[4]}") * 1000.0
-        elif w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5:
-            wd_seen, wd_action = True, w[4]
-        elif w[0] == "interface" and len(w) >= 2:
-            ports.extend(_interface(block, source, profiles))
-    if not (dscp or profiles or ports or wd_seen or rewrite):
-        raise Where(source).error("no EOS QoS, PFC or interface configuration found")
-    # Timers are global; the watchdog itself is switched on per interface or profile.
+        with r.statement(block.line):
+            if w[0] == "hostname" and len(w) == 2:
+                hostname = w[1]
+            elif w[:3] == ["qos", "map", "dscp"] and "to" in w and w[-2] == "traffic-class":
+                tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
+                values = [parse_int(item, where, what="dscp", lo=0, hi=63) for item in w[3:w.index("to")]]
+                dscp.update(dict.fromkeys(values, tc))
+            elif w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp":
+                value = parse_int(w[-1], where, what="dscp", lo=0, hi=63)
+                for item in w[3:w.index("to")]:
+                    rewrite[parse_int(item, where, what="traffic-class", lo=0, hi=7)] = value
+            elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"):
+                queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(
+                    w[6], where, what="tx-queue", lo=0, hi=7)
+            elif w[:2] == ["qos", "profile"] and len(w) == 3:
+                qos = profiles.setdefault(w[2], _Qos())
+                _read_block(block, r, qos, partial=False)
+            elif w[:4] == ["priority-flow-control", "pause", "watchdog", "default"] and len(w) == 6:
+                wd[w[4]] = parse_float(w[5], where, what=f"watchdog {w[4]}") * 1000.0
+                wd_seen = True
+            elif w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5:
+                wd_seen, wd_action = True, w[4]
+            elif w[0] == "interface" and len(w) >= 2:
+                found, qos_block = _interface(block, r, profiles, partial=block is partial_last)
+                ports.extend(found)
+                if qos_block:
+                    shaped.update(p.name for p in found)
+            else:
+                continue
+            r.use(block.line)
+    r.unread_under(tree)
+    # A whole config: hostname, interfaces, and an end (EOS closes every block with "!"); a text that stops inside
+    # a block is a part of one, whatever it starts with.
+    complete = hostname is not None and bool(ports) and not tail_open(lines)
+    # Timers are global; the watchdog itself is switched on per interface or profile, so "off" where no line
+    # switches it on is a fact only of a whole config.
     timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
                       action=wd_action or "drop", polling_ms=wd.get("polling-interval"))
-    watchdog = timers if wd_seen else None
+    watchdog = timers if wd_seen and complete else None
     ports = [replace(p, watchdog=replace(timers, enabled=p.watchdog.enabled)) if p.watchdog is not None else p
              for p in ports]
-    table = default_dscp_map() | dscp
+    if complete:
+        # A whole config that configures a port's QoS but no queue of it has no ECN and no strict queue there.
+        ports = [replace(p, ecn=p.ecn if p.ecn is not None else {},
+                         strict_queues=p.strict_queues if p.strict_queues is not None else frozenset(),
+                         queue_weights=p.queue_weights if p.queue_weights is not None else {})
+                 if p.name in shaped else p for p in ports]
+    # The built-in table holds for every DSCP no "qos map dscp" line moves, and only a whole config shows all of
+    # those lines: in an excerpt a moved DSCP may sit outside it, so the table is unknown there.
+    table = default_dscp_map() | dscp if complete else {}
     return Deployed(device=device or hostname or device_from_source(source), kind="switch", format=FORMAT,
-                    source=source, dscp_to_priority=table, priority_to_queue=queue, watchdog=watchdog,
-                    ports=tuple(ports), priority_to_dscp=rewrite, default_dscp_map=not dscp,
-                    complete=hostname is not None and bool(ports))
+                    source=source, dscp_to_priority=table, priority_to_queue=queue,
+                    watchdog=watchdog, ports=tuple(ports), priority_to_dscp=rewrite,
+                    default_dscp_map=complete and not dscp, complete=complete)
 
 
-def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[PortQos]:
+def _interface(block: Block, r: Reading, profiles: dict[str, _Qos], *,
+               partial: bool) -> tuple[list[PortQos], bool]:
+    source = r.source
     where = block.where(source)
     names = expand_interfaces(" ".join(block.words[1:]), where)
     own = _Qos()
@@ -184,36 +260,42 @@ def _interface(block: Block, source: str, profiles: dict[str, _Qos]) -> list[Por
     speed: float | None = None
     routed: bool | None = None
     profile: _Qos | None = None
-    for child in block.children:
+    for child in _read_block(block, r, own, partial):
         cw, cwhere = child.words, child.where(source)
-        if cw[0] == "mtu" and len(cw) == 2:
-            mtu = parse_int(cw[1], cwhere, what="mtu", lo=68, hi=65535)
-        elif cw == ["no", "switchport"] or cw[:2] in (["ip", "address"], ["ipv6", "address"]):
-            routed = True
-        elif cw[0] == "speed" and len(cw) >= 2:
-            match = _SPEED.match(" ".join(cw[1:]).lower())
-            if match is None:
-                raise cwhere.error(f"speed {' '.join(cw[1:])!r} must look like 400g, 400g-8, 200g-4 or 100gfull")
-            try:
-                speed = units.parse_rate(match.group(1), what="speed")
-            except InputError as exc:
-                raise cwhere.error(str(exc)) from None
-        elif cw[0] == "service-profile" and len(cw) == 2:
-            if cw[1] not in profiles:
-                raise cwhere.error(f"service-profile {cw[1]!r} is not defined above")
-            profile = profiles[cw[1]]
-        else:
-            _qos_line(child, cwhere, own)
+        with r.statement(child.line):
+            if cw[0] == "mtu" and len(cw) == 2:
+                mtu = parse_int(cw[1], cwhere, what="mtu", lo=68, hi=65535)
+            elif cw == ["no", "switchport"] or cw[:2] in (["ip", "address"], ["ipv6", "address"]):
+                routed = True
+            elif cw[0] == "speed" and len(cw) >= 2:
+                match = _SPEED.match(" ".join(cw[1:]).lower())
+                if match is None:
+                    raise cwhere.error(f"speed {' '.join(cw[1:])!r} must look like 400g, 400g-8, 200g-4 or 100gfull")
+                try:
+                    speed = units.parse_rate(match.group(1), what="speed")
+                except InputError as exc:
+                    raise cwhere.error(str(exc)) from None
+            elif cw[0] == "service-profile" and len(cw) == 2:
+                if cw[1] not in profiles:
+                    raise cwhere.error(f"service-profile {cw[1]!r} is not defined above; the port's QoS from it "
+                                       "is unknown")
+                profile = profiles[cw[1]]
+            else:
+                continue
+            r.use(child.line)
     merged = _merge(profile, own)
-    pfc = None if merged.pfc_on is None else (frozenset(merged.no_drop) if merged.pfc_on else frozenset())
+    # A cut-off interface block that turns PFC on before its no-drop lines says nothing about which priorities.
+    pfc = None if merged.pfc_on is None or (partial and not merged.no_drop) else (
+        frozenset(merged.no_drop) if merged.pfc_on else frozenset())
     trust = merged.trust or ("dscp" if routed else None)  # routed ports trust DSCP unless told otherwise
+    # No queue line at all says "no ECN, no strict queue" only of a whole config (see read); here it is unknown.
     return [PortQos(
         name=name, mtu=mtu, speed_bps=speed, trust=trust, pfc_priorities=pfc, routed=routed,
-        ecn=dict(merged.ecn) if merged.touched else None,
-        strict_queues=frozenset(merged.strict) if merged.touched else None,
-        queue_weights=dict(merged.weights) if merged.touched else None,
+        ecn=dict(merged.ecn) if merged.ecn else None,
+        strict_queues=frozenset(merged.strict) if merged.strict else None,
+        queue_weights=dict(merged.weights) if merged.weights else None,
         watchdog=None if merged.watchdog is None else Watchdog(merged.watchdog),
-    ) for name in names]
+    ) for name in names], merged.touched and not partial
 
 
 def _merge(profile: _Qos | None, own: _Qos) -> _Qos:

@@ -3,9 +3,14 @@
 Understands the commands :mod:`tensorfabric.fabric.renderers.host` writes and the ones NVIDIA's doRoCE
 uses: ``mlnx_qos -i IF`` with ``--trust``, ``--pfc``, ``--dscp2prio set,D,P``, ``--dcbx`` and ``--cable_len``;
 iproute2 ``dcb app add|replace|del|flush dev IF dscp-prio D:P...`` and ``dcb pfc set dev IF prio-pfc P:on...``;
-``ip link set dev IF mtu N``; ``echo V > /sys/class/net/IF/ecn/...`` for DCQCN enables and the CNP DSCP and
-priority; ``ethtool --set-tunable IF pfc-prevention-tout MS``; and NCCL settings written with ``export`` or
-into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do more than QoS.
+``ip link set dev IF mtu N``; ``echo V > /sys/class/net/IF/ecn/...`` (or ``echo V | sudo tee ...``) for DCQCN
+enables and the CNP DSCP and priority; ``ethtool --set-tunable IF pfc-prevention-tout MS``; and NCCL settings
+written with ``export`` or into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do more
+than QoS.
+
+Scripts arrive as files (with or without ``#!``), as terminal transcripts (``$ sudo mlnx_qos ...``) and as
+``bash -x`` traces (``+ mlnx_qos ...``); ``sudo`` is looked through, and ``NAME=value`` assignments are
+substituted into later ``$NAME`` / ``${NAME}`` words.
 """
 
 from __future__ import annotations
@@ -18,21 +23,32 @@ from typing import Literal
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
+from tensorfabric.fabric.parsers._read import Reading
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "host-script"
+NAME = "host set-up script"
 SUFFIXES = (".sh", ".bash")
-_DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$", re.MULTILINE)
+EXPECTED = ("host set-up commands (mlnx_qos -i IF --trust/--pfc/--dscp2prio, dcb app|pfc, "
+            "echo V > /sys/class/net/IF/ecn/..., ip link set dev IF mtu N, export NCCL_*)")
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("mlnx_qos -i IF --option", r"\bmlnx_qos\b.{0,200}?\s--?(?:trust|pfc|dscp2prio|prio_tc|cable_len|tsa|dcbx"
+                                r"|d\b|f\b)"),
+    ("/sys/class/net/IF/ecn/roce_*", r"/sys/class/net/[^/\s]{1,64}/ecn/roce_"),
+    ("dcb app|pfc", r"^\s*(?:\+ |sudo )?dcb (?:app|pfc) "),
+    ("ethtool --set-tunable pfc-prevention-tout", r"pfc-prevention-tout"),
+    ("#!/bin/*sh", r"^#!\S*(?:ba)?sh\b"),
+    ("cma_roce_tos|cma_roce_mode", r"\bcma_roce_(?:tos|mode)\b"),
+))
+_DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]{0,63})=(\S{0,256})$")
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]{0,63})\}?")
 _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_dscp|cnp_802p_prio)$")
 _DEFAULT_DSCP = {dscp: roce.default_priority(dscp) for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
 _DCBX: dict[str, Literal["os", "firmware"]] = {"os": "os", "fw": "firmware"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def sniff(text: str) -> bool:
-    return text.startswith("#!") and any(cmd in text for cmd in ("mlnx_qos", "/sys/class/net/", "dcb "))
 
 
 @dataclass
@@ -44,6 +60,8 @@ class _Nic:
     cable: float | None = None
     np: set[int] = field(default_factory=set)
     rp: set[int] = field(default_factory=set)
+    np_seen: bool = False
+    rp_seen: bool = False
     cnp_dscp: int | None = None
     cnp_prio: int | None = None
     storm_ms: float | None = None
@@ -53,13 +71,15 @@ class _Nic:
     """DSCP map set through iproute2 dcb: DSCPs it does not list go to priority 0, not DSCP >> 3."""
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
+def _logical_lines(r: Reading) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending, start = "", 0
-    # bash ends lines at "\n" only; str.splitlines would also split at U+2028 and friends inside quotes.
-    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+    for line in r.content():
+        raw = line.text
+        if line.kind == "text" and raw.startswith("+"):
+            raw = raw.lstrip("+").lstrip()  # a bash -x trace: the command as it ran
         if not pending:
-            start = number
+            start = line.number
         if raw.rstrip().endswith("\\"):
             pending += raw.rstrip()[:-1] + " "
             continue
@@ -70,24 +90,56 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
-    if not sniff(text):
-        raise Where(source).error("not a host set-up script: expected '#!' and mlnx_qos, dcb or /sys/class/net "
-                                  "commands")
+def _commands(words: list[str]) -> list[list[str]]:
+    """The simple commands of a pipeline or list, each without a leading ``sudo`` (and its options)."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for word in [*words, ";"]:
+        if word in ("|", ";", "&&", "||"):
+            while current[:1] == ["sudo"]:
+                current = current[1:]
+                while current[:1] and current[0].startswith("-"):
+                    current = current[1:]
+            if current:
+                out.append(current)
+            current = []
+        else:
+            current.append(word)
+    return out
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
     nics: dict[str, _Nic] = {}
     env: dict[str, str] = {}
-    for number, line in _logical_lines(text):
-        where = Where(source, number, line.strip())
-        try:
-            words = shell_words(line, comments=True)
-        except ValueError as exc:
-            raise where.error(f"line does not parse as shell words: {exc}") from None
-        if not words:
+    variables: dict[str, str] = {}
+    name: str | None = None
+    for number, line in _logical_lines(r):
+        stripped = line.strip()
+        if (found := _DEVICE.match(stripped)) is not None:
+            name = name or found.group(1)
             continue
-        handler = _COMMANDS.get(words[0])
-        if handler is not None:
-            handler(words, where, nics, env)
-    name = device or (m.group(1) if (m := _DEVICE.search(text)) else device_from_source(source))
+        if (assign := _ASSIGN.match(stripped)) is not None and not assign.group(1).startswith("NCCL_"):
+            variables[assign.group(1)] = assign.group(2).strip("'\"")
+            continue
+        where = Where(source, number, stripped)
+        with r.statement(number):
+            try:
+                words = shell_words(line, comments=True)
+            except ValueError as exc:
+                raise where.error(f"line does not parse as shell words: {exc}") from None
+            if variables:
+                words = [_VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), w) if "$" in w else w
+                         for w in words]
+            commands = _commands(words)
+            if len(commands) == 2 and commands[0][:1] == ["echo"] and commands[1][:1] == ["tee"] \
+                    and len(commands[0]) == 2 and len(commands[1]) >= 2:
+                commands = [["echo", commands[0][1], ">", commands[1][-1]]]  # echo 1 | sudo tee /sys/...
+            for command in commands:
+                handler = _COMMANDS.get(command[0])
+                if handler is not None and handler(command, where, nics, env):
+                    r.use(number)
+    name = device or name or device_from_source(source)
     ports = tuple(_port(netdev, nic) for netdev, nic in nics.items())
     first = ports[0] if ports else PortQos(name="")
     return Deployed(
@@ -107,13 +159,14 @@ def _port(netdev: str, nic: _Nic) -> PortQos:
         if nic.storm_ms is not None else None
     return PortQos(
         name=netdev, pfc_priorities=nic.pfc, trust=nic.trust, mtu=nic.mtu, cable_length_m=nic.cable,
-        ecn_priorities=frozenset(nic.np & nic.rp) if nic.np or nic.rp else None,
+        # DCQCN needs both points; a script (or excerpt) that sets only one says nothing about the other.
+        ecn_priorities=frozenset(nic.np & nic.rp) if nic.np_seen and nic.rp_seen else None,
         watchdog=watchdog, dscp_to_priority=dscp, cnp_dscp=nic.cnp_dscp, cnp_priority=nic.cnp_prio,
         storm_prevention_ms=nic.storm_ms, link_pause=nic.link_pause, dcbx=nic.dcbx,
     )
 
 
-def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     args = [part for word in words[1:] for part in (word.split("=", 1) if word.startswith("--") else [word])]
     options: dict[str, list[str]] = {}
     for i, arg in enumerate(args):
@@ -152,11 +205,12 @@ def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[s
         nic.dcbx = _DCBX[value]
     for value in options.get("--cable_len", []):
         nic.cable = parse_float(value, where, what="cable length")
+    return True
 
 
-def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     if words[1:3] != ["link", "set"] or "mtu" not in words[3:]:
-        return
+        return False
     # ip link set [dev] IF ... mtu N: the name comes first, so a netdev called "mtu" still parses.
     at = 4 if words[3] == "dev" else 3
     rest = words[at + 1:]
@@ -164,27 +218,33 @@ def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, st
         raise where.error("expected 'ip link set dev IF mtu N'")
     nics.setdefault(words[at], _Nic()).mtu = parse_int(rest[rest.index("mtu") + 1], where, what="mtu", lo=68,
                                                        hi=65535)
+    return True
 
 
-def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     if ">" not in words or words.index(">") != 2 or len(words) != 4:
-        return
+        return False
     value, path = words[1], words[3]
     match = _SYSFS.match(path)
     if match is None:
-        return
+        return False
     nic = nics.setdefault(match.group(1), _Nic())
     if match.group(4) is not None:
         enabled = parse_int(value, where, what=path, lo=0, hi=1) == 1
         target = nic.np if match.group(2) == "np" else nic.rp
         (target.add if enabled else target.discard)(int(match.group(4)))
+        if match.group(2) == "np":
+            nic.np_seen = True
+        else:
+            nic.rp_seen = True
     elif match.group(3) == "cnp_dscp":
         nic.cnp_dscp = parse_int(value, where, what="cnp_dscp", lo=0, hi=63)
     else:
         nic.cnp_prio = parse_int(value, where, what="cnp_802p_prio", lo=0, hi=7)
+    return True
 
 
-def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     if len(words) >= 5 and words[1] in ("-A", "--pause"):
         settings = dict(zip(words[3::2], words[4::2], strict=False))
         if any(v not in ("on", "off") for k, v in settings.items() if k in ("rx", "tx", "autoneg")):
@@ -192,9 +252,11 @@ def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[st
         nics.setdefault(words[2], _Nic()).link_pause = "on" in (settings.get("rx"), settings.get("tx"))
     if len(words) >= 5 and words[1] == "--set-tunable" and words[3] == "pfc-prevention-tout":
         nics.setdefault(words[2], _Nic()).storm_ms = parse_float(words[4], where, what="pfc-prevention-tout")
+        return True
+    return len(words) >= 5 and words[1] in ("-A", "--pause")
 
 
-def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     if len(words) >= 2 and words[1] == "%s\\n" and ">" in words:
         # The shell has already removed the quoting: each word is one line of the file, either a literal
         # NAME=value (nccl.conf) or "export NAME=<shell word>" (a sourced profile file).
@@ -212,18 +274,21 @@ def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str
                     raise where.error(f"exported value of {name} must be one shell word")
                 value = parts[0] if parts else ""
             env[name] = value
+        return True
+    return False
 
 
-def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     for word in words[1:]:
         name, sep, value = word.partition("=")
         if sep and _ENV_NAME.fullmatch(name):
             env[name] = value
+    return any("=" in word for word in words[1:])
 
 
-def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> None:
+def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
     if len(words) < 5 or words[3] != "dev":
-        return
+        return False
     obj, verb, dev, args = words[1], words[2], words[4], words[5:]
     nic = nics.setdefault(dev, _Nic())
     if obj == "app" and "dscp-prio" in args:
@@ -231,7 +296,7 @@ def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, s
         if verb == "flush":
             nic.dscp_sets.clear()
             nic.trust, nic.dcb_app = "pcp", True
-            return
+            return True
         nic.dcb_app = True
         for pair in pairs:
             dscp, sep, prio = pair.partition(":")
@@ -251,9 +316,12 @@ def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, s
                 raise where.error(f"prio-pfc entry {pair!r} must be PRIO:on or PRIO:off")
             (enabled.add if state == "on" else enabled.discard)(parse_int(prio, where, what="priority", lo=0, hi=7))
         nic.pfc = frozenset(enabled)
+    else:
+        return False
+    return True
 
 
-_Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], None]
+_Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], bool]
 _COMMANDS: dict[str, _Handler] = {
     "mlnx_qos": _mlnx_qos, "dcb": _dcb, "ip": _ip, "echo": _echo, "ethtool": _ethtool, "printf": _printf,
     "export": _export,

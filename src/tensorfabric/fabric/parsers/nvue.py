@@ -24,26 +24,24 @@ from tensorfabric.fabric.parsers._common import (
     parse_priorities,
     shell_words,
 )
+from tensorfabric.fabric.parsers._read import Reading
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "nvue"
+NAME = "NVUE"
 SUFFIXES = (".nvue",)
+EXPECTED = "Cumulus Linux NVUE commands ('nv set qos ...', 'nv set interface ...')"
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nv set qos", re.compile(r"^\s*(?:sudo )?nv (?:un)?set qos\b")),
+    ("nv set interface", re.compile(r"^\s*(?:sudo )?nv (?:un)?set interface\b")),
+    ("nv set system", re.compile(r"^\s*(?:sudo )?nv (?:un)?set system\b")),
+    ("nv config apply|save", re.compile(r"^\s*(?:sudo )?nv config (?:apply|save)\b")),
+)
 _TRUST: dict[str, Trust] = {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "pcp": "pcp", "dscp": "dscp"}
 _DEFAULT = "default-global"
-
-
-# A captured session: ``cumulus@leaf01:mgmt:~$ nv set ...``; what follows a prompt line without one is output.
-_PROMPT = re.compile(r"^[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^\s$#]{0,128})?[$#]\s*")
-
-
-def _command(line: str) -> str:
-    match = _PROMPT.match(line)
-    return line[match.end():] if match else line
-
-
-def sniff(text: str) -> bool:
-    return any(_command(line.strip()).startswith(("nv set ", "nv unset ")) for line in text.splitlines()[:2000])
+_INTERFACE_KEYS = re.compile(r"link mtu|link speed|ip address|qos pfc profile|qos congestion-control profile|"
+                             r"qos pfc-watchdog")
 
 
 @dataclass
@@ -60,7 +58,8 @@ class _Ecn:
     kmin: int | None = None
     kmax: int | None = None
     pmax: float = 100.0
-    ecn: bool = False
+    ecn: bool | None = None
+    """None until an ``ecn enable|disable`` line says: thresholds alone do not tell whether packets are marked."""
 
 
 @dataclass
@@ -101,33 +100,24 @@ def _roce_macro(state: _State) -> None:
     state.sched_seen = True
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
+def read(r: Reading, *, device: str | None = None) -> Deployed:
     state = _State()
-    lines = text.splitlines()
-    transcript = any(_PROMPT.match(line.strip()) for line in lines)
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if transcript:
-            if not _PROMPT.match(line):
-                continue  # output of the previous command (e.g. 'applied [rev_id: 4]')
-            line = _command(line)
-        if not line or line.startswith("#"):
-            continue
-        where = Where(source, number, line)
-        try:
-            words = shell_words(line)
-        except ValueError as exc:
-            raise where.error(f"line does not parse: {exc}") from None
-        if transcript and words[:1] != ["nv"]:
-            continue  # another shell command in the session (sudo, cat, ...)
-        if words[:1] != ["nv"] or len(words) < 2:
-            raise where.error("expected an NVUE command starting with 'nv'")
-        if words[1] != "set":
-            continue  # nv config apply/save, nv unset on things we do not model
-        _apply(words[2:], where, state)
-    if not (state.dscp or state.pfc or state.ports or state.ecn or state.hostname):
-        raise Where(source).error("no NVUE QoS, interface or hostname settings found")
-    return _build(state, source, device)
+    for line in r.content():
+        text = line.text.strip()
+        if not text.startswith(("nv ", "sudo nv ")) or text.startswith("#"):
+            continue  # output of a command ('applied [rev_id: 4]'), another shell command, prose
+        where = Where(r.source, line.number, text)
+        with r.statement(line.number):
+            try:
+                words = shell_words(text, comments=True)
+            except ValueError as exc:
+                raise where.error(f"line does not parse: {exc}") from None
+            words = words[1:] if words[:1] == ["sudo"] else words
+            if words[1:2] == ["set"] and _apply(words[2:], where, state):
+                r.use(line.number)
+            elif words[1:2] in (["config"], ["unset"]):
+                r.use(line.number)  # nv config apply/save; nv unset of something not modelled
+    return _build(state, r.source, device)
 
 
 @dataclass(frozen=True)
@@ -146,7 +136,8 @@ class _Args:
         return parse_int(self.text(i, what), self.where, what=what, lo=lo, hi=hi)
 
 
-def _apply(args: list[str], where: Where, st: _State) -> None:
+def _apply(args: list[str], where: Where, st: _State) -> bool:
+    """Apply one ``nv set``; False when it sets nothing this reader models."""
     a = _Args(args, where)
     num, arg = a.num, a.text
     head = args[:3]
@@ -185,9 +176,12 @@ def _apply(args: list[str], where: Where, st: _State) -> None:
             st.wd_poll = float(num(3, "polling-interval", lo=1))
         elif args[2:3] == ["robustness"]:
             st.wd_robust = num(3, "robustness", lo=1)
-    elif args[:1] == ["interface"] and len(args) >= 3:
+    elif args[:1] == ["interface"] and len(args) >= 3 and _INTERFACE_KEYS.match(" ".join(args[2:5])):
         for name in expand_interfaces(args[1], where):
             _interface(a, st.ports.setdefault(name, _Port()), st)
+    else:
+        return False
+    return True
 
 
 def _pfc(a: _Args, pfc: _Pfc) -> None:
@@ -242,9 +236,9 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
 
     def ecn_of(name: str | None) -> dict[int, EcnProfile] | None:
         table = st.ecn.get(name or _DEFAULT)
-        if table is None:
-            return None
-        return {tc: EcnProfile(e.kmin or 0, e.kmax or 0, e.pmax, e.ecn) for tc, e in table.items()}
+        if table is None or any(e.ecn is None for e in table.values()):
+            return None  # a profile whose marking state the text does not give is unknown, not off
+        return {tc: EcnProfile(e.kmin or 0, e.kmax or 0, e.pmax, bool(e.ecn)) for tc, e in table.items()}
 
     def room(pfc: _Pfc | None) -> dict[int, Headroom] | None:
         if pfc is None or pfc.xoff is None:
@@ -270,7 +264,9 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
         pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
-        trust=st.trust, ecn=ecn_of(None), strict_queues=frozenset(st.strict) if st.sched_seen else None,
+        # Without a strict line, "no strict queue" is a fact only of a whole configuration (hostname and ports).
+        trust=st.trust, ecn=ecn_of(None),
+        strict_queues=frozenset(st.strict) if st.strict or (st.sched_seen and st.hostname and st.ports) else None,
         queue_weights=dict(st.weights),
         watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
         headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Block,
@@ -33,20 +34,36 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
+from tensorfabric.fabric.parsers._read import Reading, bare, config_lines, tail_open
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "nxos"
+NAME = "NX-OS"
 SUFFIXES = (".nxos",)
-_MARKERS = ("class-map type qos", "policy-map type", "priority-flow-control mode", "system qos",
-            "qos map cos-to-queue", "priority-flow-control watch-dog", "hardware profile pfc mmu")
+EXPECTED = "NX-OS QoS statements (class-map type qos, policy-map type network-qos/queuing, system qos, interface)"
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("class-map type qos|queuing|network-qos", r"^\s*class-map type (?:qos|queuing|network-qos)\b"),
+    ("policy-map type network-qos", r"^\s*policy-map type network-qos\b"),
+    ("policy-map type queuing", r"^\s*policy-map type queuing\b"),
+    ("policy-map type qos", r"^\s*policy-map type qos\b"),
+    ("class type queuing|network-qos", r"^\s*class type (?:queuing|network-qos)\b"),
+    ("pause pfc-cos / no-drop", r"^\s*pause (?:pfc-cos|no-drop|buffer-size)\b"),
+    ("set qos-group", r"^\s*set qos-group\b"),
+    ("match qos-group", r"^\s*match qos-group\b"),
+    ("system qos", r"^\s*system qos\b"),
+    ("service-policy type", r"^\s*service-policy type (?:qos|queuing|network-qos)\b"),
+    ("priority-flow-control mode", r"^\s*priority-flow-control mode\b"),
+    ("priority-flow-control watch-dog", r"^\s*priority-flow-control (?:watch-dog|auto-restore)"),
+    ("priority level", r"^\s*priority level \d"),
+    ("random-detect minimum-threshold", r"^\s*random-detect minimum-threshold\b"),
+    ("qos map cos-to-queue", r"^\s*qos map cos-to-queue\b"),
+    ("hardware profile pfc", r"^\s*hardware profile pfc\b"),
+    ("NX-OS prompt mode", r"\(config-(?:pmap|cmap|sys-qos)"),
+))
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
 _QUEUE_CLASS = re.compile(r"^c-out-(?:8q-)?q([0-7]|-default)$")
 _NQ_CLASS = re.compile(r"^c-(?:8q-)?nq([0-7]|-default)$")
-
-
-def sniff(text: str) -> bool:
-    return any(marker in text for marker in _MARKERS)
 
 
 @dataclass
@@ -54,20 +71,32 @@ class _Queuing:
     strict: set[int] = field(default_factory=set)
     weights: dict[int, int] = field(default_factory=dict)
     ecn: dict[int, EcnProfile] = field(default_factory=dict)
+    complete: bool = True
+    """Every class it names resolves to a queue; otherwise which queue lacks ECN or priority is unknown."""
+
+
+@dataclass
+class _QosPolicy:
+    dscp: dict[int, int]
+    uses_dscp: bool
+    uses_cos: bool
+    complete: bool
+    """Every class it names is defined in the text: otherwise a class's DSCPs are unknown, not unclassified."""
 
 
 @dataclass
 class _State:
+    r: Reading
     hostname: str | None = None
     classes: dict[str, tuple[set[int], set[int]]] = field(default_factory=dict)  # name -> (dscps, coses)
-    qos_policies: dict[str, tuple[dict[int, int], bool, bool]] = field(default_factory=dict)
+    qos_policies: dict[str, _QosPolicy] = field(default_factory=dict)
     queuing: dict[str, _Queuing] = field(default_factory=dict)
     pfc_cos: set[int] = field(default_factory=set)
     nq_mtu: int | None = None
     headroom: Headroom | None = None
     cos_to_queue: dict[int, int] = field(default_factory=dict)
-    system_qos: str | None = None
-    system_queuing: str | None = None
+    system_qos: tuple[str, int] | None = None
+    system_queuing: tuple[str, int] | None = None
     wd_on: bool | None = None
     wd_interval: float | None = None
     wd_shutdown: float | None = None
@@ -109,40 +138,50 @@ def _nq_group(name: str, st: _State) -> int | None:
     return 0 if match.group(1) == "-default" else int(match.group(1))
 
 
-def _policy_map(block: Block, source: str, st: _State) -> None:
-    w, where = block.words, block.where(source)
-    kind, name = w[2], w[3]
-    if kind == "qos":
-        dscp: dict[int, int] = {}
-        uses_dscp = uses_cos = False
-        for cls in block.children:
-            if cls.words[0] != "class" or len(cls.words) < 2:
-                continue
-            if cls.words[-1] == "class-default":
-                continue  # everything no class above matched: the default group, not a DSCP list
-            members = st.classes.get(cls.words[-1])
-            if members is None:
-                raise cls.where(source).error(f"class {cls.words[-1]!r} is not defined by a class-map type qos")
+def _qos_policy(block: Block, source: str, st: _State) -> _QosPolicy:
+    r = st.r
+    dscp: dict[int, int] = {}
+    policy = _QosPolicy(dscp, False, False, True)
+    for cls in block.children:
+        if cls.words[0] != "class" or len(cls.words) < 2:
+            continue
+        r.use(cls.line)
+        if cls.words[-1] == "class-default":
             for action in cls.children:
-                if action.words[:2] == ["set", "qos-group"] and len(action.words) == 3:
+                r.use(action.line)
+            continue  # everything no class above matched: the default group, not a DSCP list
+        members = st.classes.get(cls.words[-1])
+        if members is None:
+            policy.complete = False
+            r.warn(cls.line, f"class {cls.words[-1]!r} is not defined by a class-map type qos in this text; the "
+                             "policy's DSCP map is left unknown")
+            continue
+        for action in cls.children:
+            if action.words[:2] == ["set", "qos-group"] and len(action.words) == 3:
+                with r.statement(action.line):
                     group = parse_int(action.words[2], action.where(source), what="qos-group", lo=0, hi=7)
+                    r.use(action.line)
                     for d in members[0]:
                         if d in dscp and dscp[d] != group:
                             st.conflicts.setdefault(d, {dscp[d]}).add(group)
                         dscp.setdefault(d, group)  # classes match in order: the first one wins
-                    uses_dscp |= bool(members[0])
-                    uses_cos |= bool(members[1])
-        st.qos_policies[name] = (dscp, uses_dscp, uses_cos)
-    elif kind == "network-qos":
-        for cls in block.children:
-            nq = _nq_group(cls.words[-1], st) if cls.words[:1] == ["class"] else None
-            if nq is None:
-                continue
-            for line in cls.children:
-                lw, lwhere = line.words, line.where(source)
+                    policy.uses_dscp |= bool(members[0])
+                    policy.uses_cos |= bool(members[1])
+    return policy
+
+
+def _network_qos(block: Block, source: str, st: _State) -> None:
+    r = st.r
+    for cls in block.children:
+        nq = _nq_group(cls.words[-1], st) if cls.words[:1] == ["class"] else None
+        if nq is None:
+            continue
+        r.use(cls.line)
+        for line in cls.children:
+            lw, lwhere = line.words, line.where(source)
+            with r.statement(line.line):
                 if lw[0] == "mtu" and len(lw) == 2:
-                    mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
-                    st.class_mtu[nq] = mtu
+                    st.class_mtu[nq] = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
                 elif lw[:2] == ["pause", "no-drop"]:
                     st.pfc_cos.add(nq)
                 elif lw[:2] == ["pause", "pfc-cos"] and len(lw) >= 3:
@@ -155,14 +194,26 @@ def _policy_map(block: Block, source: str, st: _State) -> None:
                     if resume > pause:
                         raise lwhere.error(f"resume-threshold {resume} lies above pause-threshold {pause}")
                     st.headroom = Headroom(size - pause, pause, size, hysteresis_bytes=pause - resume)
-    elif kind == "queuing":
-        q = st.queuing.setdefault(name, _Queuing())
-        for cls in block.children:
-            if cls.words[:3] != ["class", "type", "queuing"] or len(cls.words) != 4:
-                continue
+                else:
+                    continue
+                r.use(line.line)
+
+
+def _queuing(block: Block, source: str, st: _State, q: _Queuing) -> None:
+    r = st.r
+    for cls in block.children:
+        if cls.words[:3] != ["class", "type", "queuing"] or len(cls.words) != 4:
+            continue
+        try:
             queue = _queue(cls.words[3], cls.where(source), st)
-            for line in cls.children:
-                lw, lwhere = line.words, line.where(source)
+        except ParseError as exc:
+            r.warn(cls.line, bare(exc) + "; the policy's scheduling and ECN are left unknown")
+            q.complete = False
+            continue
+        r.use(cls.line)
+        for line in cls.children:
+            lw, lwhere = line.words, line.where(source)
+            with r.statement(line.line):
                 if lw[:2] == ["priority", "level"] or lw == ["priority"]:
                     q.strict.add(queue)
                 elif lw[:3] == ["bandwidth", "remaining", "percent"] and len(lw) == 4:
@@ -175,41 +226,73 @@ def _policy_map(block: Block, source: str, st: _State) -> None:
                         prob = parse_float(lw[lw.index("drop-probability") + 1], lwhere, what="drop-probability")
                     q.ecn[queue] = EcnProfile(_threshold(lw, "minimum-threshold", lwhere),
                                               _threshold(lw, "maximum-threshold", lwhere), prob, "ecn" in lw)
-    else:
-        raise where.error(f"policy-map type {kind!r} must be qos, network-qos or queuing")
+                else:
+                    continue
+                r.use(line.line)
 
 
-def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[str]]]) -> None:
-    w, where = block.words, block.where(source)
-    if w[0] == "hostname" and len(w) == 2:
-        st.hostname = w[1]
-    elif w[:3] == ["class-map", "type", "qos"] and len(w) >= 4:
+def _class_map(block: Block, source: str, st: _State) -> None:
+    r, w = st.r, block.words
+    if w[2] == "qos":
         dscps: set[int] = set()
         coses: set[int] = set()
         for line in block.children:
             lw, lwhere = line.words, line.where(source)
-            if lw[:2] == ["match", "dscp"] and len(lw) == 3:
-                dscps |= parse_priorities(lw[2], lwhere, what="dscp", hi=63)
-            elif lw[:2] == ["match", "cos"] and len(lw) == 3:
-                coses |= parse_priorities(lw[2], lwhere, what="cos")
+            with r.statement(line.line):
+                if lw[:2] == ["match", "dscp"] and len(lw) >= 3:
+                    # "match dscp 26" or "match dscp 24,26" or "match dscp 24 26" (IOS-XE spelling)
+                    dscps |= parse_priorities(",".join(lw[2:]), lwhere, what="dscp", hi=63)
+                elif lw[:2] == ["match", "cos"] and len(lw) >= 3:
+                    coses |= parse_priorities(",".join(lw[2:]), lwhere, what="cos")
+                else:
+                    continue
+                r.use(line.line)
         st.classes[w[-1]] = (dscps, coses)
-    elif w[:2] == ["class-map", "type"] and len(w) >= 4 and w[2] in ("queuing", "network-qos"):
+        r.use(block.line)
+    elif w[2] in ("queuing", "network-qos"):
         for line in block.children:
             lw = line.words
             if lw[:2] == ["match", "qos-group"] and len(lw) == 3:
-                group = parse_int(lw[2], line.where(source), what="qos-group", lo=0, hi=7)
-                (st.queue_classes if w[2] == "queuing" else st.nq_classes)[w[-1]] = group
+                with r.statement(line.line):
+                    group = parse_int(lw[2], line.where(source), what="qos-group", lo=0, hi=7)
+                    (st.queue_classes if w[2] == "queuing" else st.nq_classes)[w[-1]] = group
+                    r.use(line.line)
+                    r.use(block.line)
+
+
+def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[str]]]) -> None:
+    r = st.r
+    w, where = block.words, block.where(source)
+    if w[0] == "hostname" and len(w) == 2:
+        st.hostname = w[1]
+        r.use(block.line)
+    elif w[:2] == ["class-map", "type"] and len(w) >= 4:
+        _class_map(block, source, st)
     elif w[:4] == ["hardware", "profile", "pfc", "mmu"]:
         st.notes.append(f"'{block.text}' sizes the shared PFC buffer; it is not checked per port")
+        r.use(block.line)
     elif w[:2] == ["policy-map", "type"] and len(w) == 4:
-        _policy_map(block, source, st)
+        kind, name = w[2], w[3]
+        if kind == "qos":
+            st.qos_policies[name] = _qos_policy(block, source, st)
+        elif kind == "network-qos":
+            _network_qos(block, source, st)
+        elif kind == "queuing":
+            _queuing(block, source, st, st.queuing.setdefault(name, _Queuing()))
+        else:
+            return  # control-plane and other policy types carry no lossless setting
+        r.use(block.line)
     elif w[:2] == ["system", "qos"]:
         for line in block.children:
             lw = line.words
             if lw[:3] == ["service-policy", "type", "qos"]:
-                st.system_qos = lw[-1]
+                st.system_qos = (lw[-1], line.line)
             elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
-                st.system_queuing = lw[-1]
+                st.system_queuing = (lw[-1], line.line)
+            elif lw[:3] != ["service-policy", "type", "network-qos"]:
+                continue
+            r.use(line.line)
+        r.use(block.line)
     elif w[:3] == ["qos", "map", "cos-to-queue"] and len(w) == 6 and w[4] == "to":
         st.cos_to_queue[parse_int(w[3], where, what="cos", lo=0, hi=7)] = parse_int(w[5], where, what="queue", lo=0,
                                                                                     hi=7)
@@ -223,34 +306,54 @@ def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[st
         st.wd_restore = parse_float(w[3], where, what="auto-restore multiplier")
     elif w[0] == "interface" and len(w) >= 2:
         ports.append((block, expand_interfaces(" ".join(w[1:]), where)))
+    else:
+        return
+    if w[0] in ("qos", "priority-flow-control", "interface"):
+        r.use(block.line)
 
 
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
-    st = _State()
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
+    st = _State(r)
     iface_blocks: list[tuple[Block, list[str]]] = []
-    for block in block_tree(text, source):
-        _top(block, source, st, iface_blocks)
-    if not (st.classes or st.qos_policies or st.queuing or iface_blocks or st.cos_to_queue or st.wd_on is not None
-            or st.system_qos or st.system_queuing):
-        raise Where(source).error("no NX-OS QoS, PFC or interface configuration found")
+    lines = config_lines(r)
+    roots = block_tree(lines)
+    if len(roots) > 1 and tail_open(lines) and roots[-1].children and roots[-1].words[0] in ("class-map", "policy-map"):
+        # The paste stops inside this block: what it lists may be cut short, and a short DSCP or PFC list
+        # would read as a deviation the device does not have. Interface and system lines stand on their own, and
+        # a paste of one block alone is what its author meant to show.
+        last = roots.pop()
+        r.warn(last.line, f"the text ends inside '{last.text[:60]}' without a closing line; it may be cut short, so "
+                          "it is not used")
+    for block in roots:
+        with r.statement(block.line):
+            _top(block, source, st, iface_blocks)
+    r.unread_under(roots)
 
-    def classify(policy: str | None, where: Where) -> tuple[dict[int, int] | None, Trust | None]:
+    def classify(policy: tuple[str, int] | None) -> tuple[dict[int, int] | None, Trust | None]:
         if policy is None:
             return None, None
-        entry = st.qos_policies.get(policy)
+        name, number = policy
+        entry = st.qos_policies.get(name)
         if entry is None:
-            raise where.error(f"service-policy type qos {policy!r} is not defined")
-        dscp, uses_dscp, uses_cos = entry
-        trust: Trust | None = "pcp,dscp" if uses_dscp and uses_cos else ("dscp" if uses_dscp else
-                                                                          ("pcp" if uses_cos else None))
-        return dscp, trust
+            r.warn(number, f"service-policy type qos {name!r} is not defined in this text; classification unknown")
+            return None, None
+        r.use(number)
+        if not entry.complete:
+            return None, None
+        trust: Trust | None = "pcp,dscp" if entry.uses_dscp and entry.uses_cos else (
+            "dscp" if entry.uses_dscp else ("pcp" if entry.uses_cos else None))
+        return entry.dscp, trust
 
-    def queuing(policy: str | None, where: Where) -> _Queuing | None:
+    def queuing(policy: tuple[str, int] | None) -> _Queuing | None:
         if policy is None:
             return None
-        if policy not in st.queuing:
-            raise where.error(f"service-policy type queuing {policy!r} is not defined")
-        return st.queuing[policy]
+        name, number = policy
+        if name not in st.queuing:
+            r.warn(number, f"service-policy type queuing {name!r} is not defined in this text; scheduling unknown")
+            return None
+        r.use(number)
+        return st.queuing[name] if st.queuing[name].complete else None
 
     # The MTU that matters is the lossless system class's; without one, the default class's.
     lossless_mtus = [m for g, m in st.class_mtu.items() if g in st.pfc_cos]
@@ -259,35 +362,40 @@ def parse(text: str, *, source: str = "<input>", device: str | None = None) -> D
     timers = Watchdog(bool(st.wd_on), detection_ms=interval * (st.wd_shutdown or 1.0),
                       restoration_ms=interval * (st.wd_restore or 1.0), action="drop", polling_ms=interval)
     pfc = frozenset(st.pfc_cos) if st.pfc_cos else None
-    system_dscp, system_trust = classify(st.system_qos, Where(source))
-    system_q = queuing(st.system_queuing, Where(source))
+    system_dscp, system_trust = classify(st.system_qos)
+    system_q = queuing(st.system_queuing)
     ports: list[PortQos] = []
     for block, names in iface_blocks:
         mtu: int | None = None
         port_pfc: frozenset[int] | None = None
         wd: bool | None = None
-        qos_policy = queue_policy = acl = None
+        qos_policy = queue_policy = None
+        acl = None
         routed: bool | None = None
         for line in block.children:
             lw, lwhere = line.words, line.where(source)
-            if lw == ["no", "switchport"] or lw[:2] in (["ip", "address"], ["ipv6", "address"]):
-                routed = True
-            elif lw == ["switchport"] or lw[:2] == ["switchport", "mode"]:
-                routed = False
-            elif lw[0] == "mtu" and len(lw) == 2:
-                mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
-            elif lw[:2] == ["priority-flow-control", "mode"] and len(lw) >= 3:
-                port_pfc = {"on": pfc, "off": frozenset()}.get(lw[2])
-            elif lw[:2] == ["priority-flow-control", "watch-dog-interval"] and len(lw) == 3:
-                wd = lw[2] == "on"
-            elif lw[:3] == ["service-policy", "type", "qos"] and "input" in lw:
-                qos_policy = lw[-1]
-            elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
-                queue_policy = lw[-1]
-            elif lw[0] in ("ip", "ipv4") and lw[1:2] == ["access-group"] and len(lw) == 4 and lw[3] == "in":
-                acl = lw[2]
-        dscp, trust = classify(qos_policy, block.where(source))
-        q = queuing(queue_policy, block.where(source))
+            with r.statement(line.line):
+                if lw == ["no", "switchport"] or lw[:2] in (["ip", "address"], ["ipv6", "address"]):
+                    routed = True
+                elif lw == ["switchport"] or lw[:2] == ["switchport", "mode"]:
+                    routed = False
+                elif lw[0] == "mtu" and len(lw) == 2:
+                    mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
+                elif lw[:2] == ["priority-flow-control", "mode"] and len(lw) >= 3:
+                    port_pfc = {"on": pfc, "off": frozenset()}.get(lw[2])
+                elif lw[:2] == ["priority-flow-control", "watch-dog-interval"] and len(lw) == 3:
+                    wd = lw[2] == "on"
+                elif lw[:3] == ["service-policy", "type", "qos"] and "input" in lw:
+                    qos_policy = (lw[-1], line.line)
+                elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
+                    queue_policy = (lw[-1], line.line)
+                elif lw[0] in ("ip", "ipv4") and lw[1:2] == ["access-group"] and len(lw) == 4 and lw[3] == "in":
+                    acl = lw[2]
+                else:
+                    continue
+                r.use(line.line)
+        dscp, trust = classify(qos_policy)
+        q = queuing(queue_policy)
         for name in names:
             ports.append(PortQos(
                 name=name, mtu=mtu, pfc_priorities=port_pfc, trust=trust, dscp_to_priority=dscp,

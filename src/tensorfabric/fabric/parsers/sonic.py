@@ -14,16 +14,23 @@ ECN off; a port with no scheduler has unknown scheduling. ``pfcwd_sw_enable`` wi
 the watchdog is started with SONiC's defaults (``pfcwd start_default``) when DEVICE_METADATA says
 ``default_pfcwd_status: enable``, and is unknown otherwise. JSON objects that repeat a key (a hand-edited DSCP
 map listing one DSCP twice) are reported as DSCP conflicts rather than silently keeping the last value.
+
+Pastes are read table by table when the whole is not one JSON object: a table pasted without the outer braces
+(``"WRED_PROFILE": {...},``), a file after a ``$ cat`` prompt, or an excerpt cut at both ends. A table the excerpt
+cuts off is not used (its missing entries would read as absent); a reference to a map, profile or scheduler the
+text does not define leaves that fact unknown, with a warning.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
+from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Where,
@@ -33,21 +40,29 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
+from tensorfabric.fabric.parsers._json_tables import Dups, TableDoc
+from tensorfabric.fabric.parsers._read import Reading, bare
 
-__all__ = ["FORMAT", "SUFFIXES", "parse", "sniff"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
 FORMAT = "sonic"
+NAME = "SONiC config_db"
 SUFFIXES = (".json",)
+EXPECTED = ("SONiC config_db JSON tables (DSCP_TO_TC_MAP, PORT_QOS_MAP, WRED_PROFILE, QUEUE, BUFFER_PG, PFC_WD, "
+            "PORT, ...)")
 _TABLES = ("DSCP_TO_TC_MAP", "PORT_QOS_MAP", "WRED_PROFILE", "BUFFER_PG", "PFC_WD", "PORT", "SCHEDULER", "QUEUE",
            "BUFFER_PROFILE", "CABLE_LENGTH", "TC_TO_QUEUE_MAP", "TC_TO_PRIORITY_GROUP_MAP", "DOT1P_TO_TC_MAP",
            "BUFFER_QUEUE")
+_READ = frozenset((*_TABLES, "DEVICE_METADATA", "INTERFACE"))
+MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    *((f'"{t}"', re.compile(rf'"{t}"\s*:')) for t in _TABLES),
+    ('"pfc_enable"', re.compile(r'"pfc_enable"\s*:')),
+    ('"wred_profile"', re.compile(r'"wred_profile"\s*:')),
+    ('"Ethernet0|3" key', re.compile(r'"(?:Ethernet|Asic)[\w|,-]{0,64}\|\d[\d-]*"\s*:')),
+)
 _ASIC = re.compile(r"^[Aa]sic(\d{1,3})$")
 _NAMESPACE = re.compile(r"^(localhost|asic\d{1,3})$")
-
-
-def sniff(text: str) -> bool:
-    head = text.lstrip()[:4096]
-    return head.startswith("{") and any(f'"{table}"' in text for table in _TABLES)
+_T = TypeVar("_T")
 
 
 def _table(db: Mapping[str, Any], name: str, where: Where) -> dict[str, dict[str, Any]]:
@@ -93,144 +108,219 @@ def _split_key(key: str, where: Where, prefix: str = "") -> tuple[list[str], fro
     return names, parse_priorities(queues, where, what=f"queues in {key!r}")
 
 
+def _number(value: Any, where: Where, what: str, lo: int, hi: int | None) -> int:
+    return parse_int(_str(value, where, what), where, what=what, lo=lo, hi=hi)
+
+
+def _priorities(value: Any, where: Where, port: str) -> frozenset[int]:
+    return parse_priorities(_str(value, where, port), where, what=f"{port} pfc_enable")
+
+
 def _profile_name(value: str) -> str:
     # Old images write "[BUFFER_PROFILE|name]", newer ones the bare name.
     return value.strip("[]").split("|")[-1]
 
 
-class _Dups:
-    """``object_pairs_hook`` that keeps every value of a repeated key, by the identity of the object."""
-
-    def __init__(self) -> None:
-        self.repeated: dict[int, dict[str, list[Any]]] = {}
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        again: dict[str, list[Any]] = {}
-        for key, value in pairs:
-            if key in out:
-                again.setdefault(key, [out[key]]).append(value)
-            out[key] = value
-        if again:
-            self.repeated[id(out)] = again
-        return out
-
-
-def parse(text: str, *, source: str = "<input>", device: str | None = None) -> Deployed:
-    where = Where(source)
-    dups = _Dups()
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    doc = TableDoc(r, known=lambda name: name in _READ or bool(_NAMESPACE.match(name)))
+    dups = Dups()
+    spans = doc.tables()
+    db: Any = None
     try:
-        db = json.loads(text, object_pairs_hook=dups)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        db = json.loads(doc.text, object_pairs_hook=dups)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        raise Where(source, line).error(f"not valid JSON: {exc}") from None
-    except ValueError as exc:  # an integer literal past Python's digit limit
-        raise where.error(f"not usable JSON: {str(exc)[:80]}") from None
+        if any(name in _READ or _NAMESPACE.match(name) for name, _, _ in spans):
+            r.warn(line, f"the text is not one JSON object ({str(exc)[:80]}); read table by table")
+        db = None
+    lines: dict[str, int] = {}
     if not isinstance(db, dict):
-        raise where.error("not a SONiC config_db: expected a JSON object of tables")
+        db = {}
+        for name, start, end in spans:
+            line = doc.line_of(start)
+            if end < 0:
+                if name in _READ or _NAMESPACE.match(name):
+                    r.warn(line, f"table {name} is cut off (its closing brace is not in the text); it is not used")
+                continue
+            if not (name in _READ or _NAMESPACE.match(name)):
+                continue
+            try:
+                value = json.loads("{" + doc.text[start:end] + "}", object_pairs_hook=dups)
+            except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+                r.warn(line, f"table {name} is not valid JSON ({str(exc)[:80]}); it is not used")
+                continue
+            if name in db:
+                r.warn(line, f"table {name} appears twice; the first is used")
+                continue
+            db[name] = value[name]
+    for name, start, end in spans:
+        if name in db or any(name in v for v in db.values() if isinstance(v, dict)):
+            lines.setdefault(name, doc.line_of(start))
+            if end > 0 and (name in _READ or _NAMESPACE.match(name)):
+                for number in range(doc.line_of(start), doc.line_of(end - 1) + 1):
+                    r.use(number)
     if db and all(_NAMESPACE.match(k) for k in db) and all(isinstance(v, dict) for v in db.values()):
-        parts = [_parse_db(v, dups, source, device, "" if k == "localhost" else f"{k}/")
+        parts = [_parse_db(v, dups, r, lines, device, "" if k == "localhost" else f"{k}/")
                  for k, v in sorted(db.items()) if any(t in v for t in _TABLES)]
         if not parts:
-            raise where.error(f"no namespace holds one of {', '.join(_TABLES)}")
+            return Deployed(device=device or device_from_source(r.source), kind="switch", format=FORMAT,
+                            source=r.source)
         base = parts[0]
         return replace(base, ports=tuple(p for part in parts for p in part.ports),
                        complete=all(part.complete for part in parts))
-    return _parse_db(db, dups, source, device, "")
+    return _parse_db(db, dups, r, lines, device, "")
 
 
-def _parse_db(db: dict[str, Any], dups: _Dups, source: str, device: str | None, prefix: str) -> Deployed:
-    where = Where(source)
-    if not any(t in db for t in _TABLES):
-        raise where.error(f"not a SONiC config_db: expected an object with one of {', '.join(_TABLES)}")
-    meta = _table(db, "DEVICE_METADATA", where).get("localhost", {})
+def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, int], device: str | None,
+              prefix: str) -> Deployed:
+    source = r.source
+
+    def at(table: str) -> Where:
+        return Where(source, lines.get(table))
+
+    def guarded(table: str, fn: Callable[[], _T], default: _T, what: str = "") -> _T:
+        try:
+            return fn()
+        except ParseError as exc:
+            r.warn(exc.line or lines.get(table), bare(exc) + (f"; {what}" if what else ""))
+            return default
+
+    def table(name: str) -> dict[str, dict[str, Any]]:
+        return guarded(name, lambda: _table(db, name, at(name)), {}, f"{name} is not used")
+
+    meta_table = table("DEVICE_METADATA")
+    meta = meta_table.get("localhost", {})
     name = device or str(meta.get("hostname") or device_from_source(source))
 
     def keyed(table_name: str) -> dict[str, dict[str, Any]]:
-        return {_port_name(k, where, prefix) if k not in ("global", "GLOBAL", "AZURE") else k: v
-                for k, v in _table(db, table_name, where).items()}
+        out: dict[str, dict[str, Any]] = {}
+        for k, v in table(table_name).items():
+            if k in ("global", "GLOBAL", "AZURE"):
+                out[k] = v
+                continue
+            port = guarded(table_name, partial(_port_name, k, at(table_name), prefix), None,
+                           f"entry {k!r} is not used")
+            if port is not None:
+                out[port] = v
+        return out
 
-    dscp_maps = {k: _int_map(v, where, f"DSCP_TO_TC_MAP|{k}", 63)
-                 for k, v in _table(db, "DSCP_TO_TC_MAP", where).items()}
+    def maps(table_name: str, hi: int) -> dict[str, dict[int, int]]:
+        out: dict[str, dict[int, int]] = {}
+        for k, v in table(table_name).items():
+            found = guarded(table_name, partial(_int_map, v, at(table_name), f"{table_name}|{k}", hi), None,
+                            f"map {k!r} is not used")
+            if found is not None:
+                out[k] = found
+        return out
+
+    dscp_maps = maps("DSCP_TO_TC_MAP", 63)
     conflicts: dict[int, frozenset[int]] = {}
-    for k, v in _table(db, "DSCP_TO_TC_MAP", where).items():
+    for k, v in table("DSCP_TO_TC_MAP").items():
         for dscp_key, values in dups.repeated.get(id(v), {}).items():
-            tcs = frozenset(parse_int(_str(x, where, k), where, what=f"DSCP_TO_TC_MAP|{k}", lo=0, hi=15)
-                            for x in values)
-            if len(tcs) > 1:
-                conflicts[parse_int(dscp_key, where, what="dscp", lo=0, hi=63)] = tcs
-    pg_maps = {k: _int_map(v, where, f"TC_TO_PRIORITY_GROUP_MAP|{k}", 15)
-               for k, v in _table(db, "TC_TO_PRIORITY_GROUP_MAP", where).items()}
-    queue_maps = {k: _int_map(v, where, f"TC_TO_QUEUE_MAP|{k}", 15)
-                  for k, v in _table(db, "TC_TO_QUEUE_MAP", where).items()}
+            def clash(values: list[Any] = values, dscp_key: str = dscp_key, k: str = k) -> None:
+                where = at("DSCP_TO_TC_MAP")
+                tcs = frozenset(parse_int(_str(x, where, k), where, what=f"DSCP_TO_TC_MAP|{k}", lo=0, hi=15)
+                                for x in values)
+                if len(tcs) > 1:
+                    conflicts[parse_int(dscp_key, where, what="dscp", lo=0, hi=63)] = tcs
+            guarded("DSCP_TO_TC_MAP", clash, None)
+    pg_maps = maps("TC_TO_PRIORITY_GROUP_MAP", 15)
+    queue_maps = maps("TC_TO_QUEUE_MAP", 15)
     port_qos = keyed("PORT_QOS_MAP")
 
-    def bound(entry: Mapping[str, Any], field: str, maps: Mapping[str, dict[int, int]]) -> dict[int, int] | None:
+    def bound(entry: Mapping[str, Any], field: str, known: Mapping[str, dict[int, int]]) -> dict[int, int] | None:
         ref = entry.get(field)
-        if ref is None:
+        if ref is None or isinstance(ref, bool) or not isinstance(ref, str | int | float):
             return None
-        ref_name = _profile_name(_str(ref, where, f"PORT_QOS_MAP {field}"))
-        if ref_name not in maps:
-            raise where.error(f"PORT_QOS_MAP {field} names {ref_name!r}, which no map defines")
-        return maps[ref_name]
+        ref_name = _profile_name(str(ref))
+        if ref_name not in known:
+            r.warn(lines.get("PORT_QOS_MAP"), f"PORT_QOS_MAP {field} names {ref_name!r}, which this text does not "
+                                              "define; that map is unknown")
+            return None
+        return known[ref_name]
 
     glob = port_qos.get("global", {})
     default_dscp = bound(glob, "dscp_to_tc_map", dscp_maps)
     if default_dscp is None and len(dscp_maps) == 1:
         default_dscp = next(iter(dscp_maps.values()))
 
-    wred = _table(db, "WRED_PROFILE", where)
-    schedulers = _table(db, "SCHEDULER", where)
-    profiles = _table(db, "BUFFER_PROFILE", where)
+    wred = table("WRED_PROFILE")
+    schedulers = table("SCHEDULER")
+    profiles = table("BUFFER_PROFILE")
     port_table = keyed("PORT")
-    routed = {_port_name(k.split("|")[0], where, prefix) for k in _table(db, "INTERFACE", where)}
+    routed: set[str] = set()
+    for k in table("INTERFACE"):
+        port = guarded("INTERFACE", partial(_port_name, k.split("|")[0], at("INTERFACE"), prefix), None)
+        if port is not None:
+            routed.add(port)
     cables: dict[str, float] = {}
-    for mapping in _table(db, "CABLE_LENGTH", where).values():
+    for mapping in table("CABLE_LENGTH").values():
         for port, length in mapping.items():
-            cables[_port_name(port, where, prefix)] = parse_float(
-                _str(length, where, "CABLE_LENGTH").removesuffix("m"), where, what=f"CABLE_LENGTH {port}")
+            def cable(port: str = port, length: Any = length) -> None:
+                where = at("CABLE_LENGTH")
+                cables[_port_name(port, where, prefix)] = parse_float(
+                    _str(length, where, "CABLE_LENGTH").removesuffix("m"), where, what=f"CABLE_LENGTH {port}")
+            guarded("CABLE_LENGTH", cable, None)
     pfcwd = keyed("PFC_WD")
     poll = pfcwd.get("GLOBAL", {}).get("POLL_INTERVAL")
-    poll_ms = parse_float(_str(poll, where, "POLL_INTERVAL"), where, what="PFC_WD POLL_INTERVAL") if poll else None
+    poll_ms = guarded("PFC_WD", lambda: parse_float(_str(poll, at("PFC_WD"), "POLL_INTERVAL"), at("PFC_WD"),
+                                                     what="PFC_WD POLL_INTERVAL"), None) if poll else None
     wd_default = str(meta.get("default_pfcwd_status", "")).lower()
 
     ecn: dict[str, dict[int, EcnProfile]] = {}
+    ecn_unknown: set[str] = set()
     strict: dict[str, set[int]] = {}
     weights: dict[str, dict[int, int]] = {}
-    for key, entry in _table(db, "QUEUE", where).items():
-        ports, queues = _split_key(key, where, prefix)
+    sched_unknown: set[str] = set()
+    for key, entry in table("QUEUE").items():
+        split = guarded("QUEUE", partial(_split_key, key, at("QUEUE"), prefix), None, f"QUEUE|{key} is not used")
+        if split is None:
+            continue
+        ports, queues = split
         if "wred_profile" in entry:
-            prof_name = _profile_name(_str(entry["wred_profile"], where, key))
+            prof_name = _profile_name(str(entry["wred_profile"]))
+            profile = guarded("WRED_PROFILE", partial(_wred, wred[prof_name], at("WRED_PROFILE"), prof_name), None,
+                              "ECN on the queues naming it is unknown") if prof_name in wred else None
             if prof_name not in wred:
-                raise where.error(f"QUEUE|{key} names WRED_PROFILE {prof_name!r}, which is not defined")
-            profile = _wred(wred[prof_name], where, prof_name)
+                r.warn(lines.get("QUEUE"), f"QUEUE|{key} names WRED_PROFILE {prof_name!r}, which this text does not "
+                                           "define; ECN there is unknown")
             for port in ports:
-                ecn.setdefault(port, {}).update(dict.fromkeys(queues, profile))
+                if profile is None:
+                    ecn_unknown.add(port)
+                else:
+                    ecn.setdefault(port, {}).update(dict.fromkeys(queues, profile))
         if "scheduler" in entry:
-            sched_name = _profile_name(_str(entry["scheduler"], where, key))
+            sched_name = _profile_name(str(entry["scheduler"]))
             sched = schedulers.get(sched_name)
             if sched is None:
-                raise where.error(f"QUEUE|{key} names SCHEDULER {sched_name!r}, which is not defined")
+                r.warn(lines.get("QUEUE"), f"QUEUE|{key} names SCHEDULER {sched_name!r}, which this text does not "
+                                           "define; scheduling there is unknown")
+                sched_unknown.update(ports)
+                continue
             kind = str(sched.get("type", "")).upper()
+            weight = guarded("SCHEDULER", partial(_number, sched["weight"], at("SCHEDULER"), f"{sched_name} weight",
+                                                  0, 100), None) if "weight" in sched and kind != "STRICT" else None
             for port in ports:
                 strict.setdefault(port, set())
                 weights.setdefault(port, {})
                 if kind == "STRICT":
                     strict[port].update(queues)
-                elif "weight" in sched:
-                    weights[port].update(dict.fromkeys(queues, parse_int(
-                        _str(sched["weight"], where, sched_name), where, what=f"{sched_name} weight", lo=0,
-                        hi=100)))
+                elif weight is not None:
+                    weights[port].update(dict.fromkeys(queues, weight))
     # A port with WRED on some queue but not on another has ECN off there; without any, it is unknown.
     all_weights: dict[int, int] = {}
-    for table in weights.values():
-        all_weights.update(table)
+    for per_port in weights.values():
+        all_weights.update(per_port)
 
     headroom: dict[str, dict[int, Headroom]] = {}
     lossy_pgs: dict[str, set[int]] = {}
-    for key, entry in _table(db, "BUFFER_PG", where).items():
-        ports, pgs = _split_key(key, where, prefix)
-        prof_ref = _profile_name(_str(entry.get("profile", "NULL"), where, key))
+    for key, entry in table("BUFFER_PG").items():
+        split = guarded("BUFFER_PG", partial(_split_key, key, at("BUFFER_PG"), prefix), None,
+                        f"BUFFER_PG|{key} is not used")
+        if split is None:
+            continue
+        ports, pgs = split
+        prof_ref = _profile_name(str(entry.get("profile", "NULL")))
         if prof_ref == "NULL" or prof_ref not in profiles:
             continue  # dynamic mode ("NULL") or a profile defined elsewhere: nothing to check here
         prof = profiles[prof_ref]
@@ -238,25 +328,33 @@ def _parse_db(db: dict[str, Any], dups: _Dups, source: str, device: str | None, 
             for port in ports:
                 lossy_pgs.setdefault(port, set()).update(pgs)
             continue
-        room = Headroom(
-            xoff_bytes=parse_bytes(_str(prof["xoff"], where, prof_ref), where, what=f"{prof_ref} xoff"),
-            xon_bytes=parse_bytes(_str(prof.get("xon", "0"), where, prof_ref), where, what=f"{prof_ref} xon"),
-            size_bytes=parse_bytes(_str(prof.get("size", "0"), where, prof_ref), where, what=f"{prof_ref} size"),
-        )
-        for port in ports:
-            headroom.setdefault(port, {}).update(dict.fromkeys(pgs, room))
+
+        def room(prof: Mapping[str, Any] = prof, ref: str = prof_ref) -> Headroom:
+            where = at("BUFFER_PROFILE")
+            return Headroom(
+                xoff_bytes=parse_bytes(_str(prof["xoff"], where, ref), where, what=f"{ref} xoff"),
+                xon_bytes=parse_bytes(_str(prof.get("xon", "0"), where, ref), where, what=f"{ref} xon"),
+                size_bytes=parse_bytes(_str(prof.get("size", "0"), where, ref), where, what=f"{ref} size"))
+        found = guarded("BUFFER_PROFILE", room, None, f"profile {prof_ref!r} is not used")
+        if found is not None:
+            for port in ports:
+                headroom.setdefault(port, {}).update(dict.fromkeys(pgs, found))
     lossy_queues: dict[str, set[int]] = {}
-    for key, entry in _table(db, "BUFFER_QUEUE", where).items():
-        ports, queues = _split_key(key, where, prefix)
-        prof_ref = _profile_name(_str(entry.get("profile", "NULL"), where, key))
+    for key, entry in table("BUFFER_QUEUE").items():
+        split = guarded("BUFFER_QUEUE", partial(_split_key, key, at("BUFFER_QUEUE"), prefix), None,
+                        f"BUFFER_QUEUE|{key} is not used")
+        if split is None:
+            continue
+        ports, queues = split
+        prof_ref = _profile_name(str(entry.get("profile", "NULL")))
         pool = str(profiles.get(prof_ref, {}).get("pool", ""))
         if "lossy" in prof_ref or "lossy" in _profile_name(pool):
             for port in ports:
                 lossy_queues.setdefault(port, set()).update(queues)
 
     names = sorted(
-        {*port_qos, *port_table, *ecn, *headroom, *cables, *(k for k in pfcwd if k != "GLOBAL"), *routed}
-        - {"global", "GLOBAL", "AZURE"},
+        {*port_qos, *port_table, *ecn, *ecn_unknown, *headroom, *cables, *(k for k in pfcwd if k != "GLOBAL"),
+         *routed} - {"global", "GLOBAL", "AZURE"},
         key=_natural,
     )
     ports_out: list[PortQos] = []
@@ -265,21 +363,26 @@ def _parse_db(db: dict[str, Any], dups: _Dups, source: str, device: str | None, 
         attrs = port_table.get(port, {})
         dscp = bound(qos, "dscp_to_tc_map", dscp_maps)
         trust: Trust | None = "dscp" if dscp is not None else ("pcp" if "dot1p_to_tc_map" in qos else None)
+        pfc = guarded("PORT_QOS_MAP", partial(_priorities, qos["pfc_enable"], at("PORT_QOS_MAP"), port), None) \
+            if "pfc_enable" in qos else (frozenset() if qos else None)
+        mtu = guarded("PORT", partial(_number, attrs["mtu"], at("PORT"), f"PORT|{port} mtu", 68, 65535), None) \
+            if "mtu" in attrs else None
+        speed_mbps = guarded("PORT", partial(_number, attrs["speed"], at("PORT"), f"PORT|{port} speed", 1, None),
+                             None) if "speed" in attrs else None
+        watchdog = guarded("PFC_WD", partial(_watchdog, pfcwd.get(port), qos, poll_ms, bool(pfcwd), wd_default,
+                                             at("PFC_WD"), port), None)
         ports_out.append(PortQos(
             name=port,
-            pfc_priorities=parse_priorities(_str(qos["pfc_enable"], where, port), where, what=f"{port} pfc_enable")
-            if "pfc_enable" in qos else (frozenset() if qos else None),
+            pfc_priorities=pfc,
             trust=trust,
-            mtu=parse_int(_str(attrs["mtu"], where, port), where, what=f"PORT|{port} mtu", lo=68, hi=65535)
-            if "mtu" in attrs else None,
-            speed_bps=parse_int(_str(attrs["speed"], where, port), where, what=f"PORT|{port} speed", lo=1) * 1e6
-            if "speed" in attrs else None,
+            mtu=mtu,
+            speed_bps=speed_mbps * 1e6 if speed_mbps is not None else None,
             cable_length_m=cables.get(port),
             headroom=headroom.get(port),
-            ecn=ecn.get(port),
-            strict_queues=frozenset(strict[port]) if port in strict else None,
-            queue_weights=weights.get(port),
-            watchdog=_watchdog(pfcwd.get(port), qos, poll_ms, bool(pfcwd), wd_default, where, port),
+            ecn=None if port in ecn_unknown else ecn.get(port),
+            strict_queues=frozenset(strict[port]) if port in strict and port not in sched_unknown else None,
+            queue_weights=weights.get(port) if port not in sched_unknown else None,
+            watchdog=watchdog,
             dscp_to_priority=dscp,
             routed=True if port in routed else None,
             lossy_pgs=frozenset(lossy_pgs[port]) if port in lossy_pgs else None,
