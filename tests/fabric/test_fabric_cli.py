@@ -224,3 +224,18 @@ def test_a_positional_spec_is_a_usage_error(tmp_path: Path, capsys: pytest.Captu
     expected = "Missing option '--fabric'" if verb == "render" else "unexpected extra argument"
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_render_refuses_to_replace_files_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    spec = str(SPECS / "reference.yaml")
+    assert _run(capsys, "fabric", "render", "--fabric", spec, "--out", str(out))[0] == 0
+    first = sorted(p.name for p in out.iterdir())
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / first[0]).unlink()
+    (out / first[0]).symlink_to(victim)
+    code, _, err = _run(capsys, "fabric", "render", "--fabric", spec, "--out", str(out))
+    assert code == 2 and "already holds" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert _run(capsys, "fabric", "render", "--fabric", spec, "--out", str(out), "--force")[0] == 0
+    assert victim.read_text() == "keep me" and not (out / first[0]).is_symlink()

@@ -105,7 +105,9 @@ def test_render_all_overwrites_atomically(tmp_path: Path) -> None:
     spec = _spec("reference")
     first = render_all(spec, tmp_path)
     inode_before = first[0].stat().st_ino
-    second = render_all(spec, tmp_path)
+    with pytest.raises(InputError, match="pass --force to replace them"):
+        render_all(spec, tmp_path)  # same-named files are the user's until --force
+    second = render_all(spec, tmp_path, force=True)
     assert first == second
     assert second[0].stat().st_ino != inode_before  # replaced by rename, never rewritten in place
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -10,7 +10,15 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import LENGTH, RATE, console, emit_json, render_findings
-from tensorfabric.cli._options import OUTPUT_DIR, OUTPUT_FILE, RegistryChoice, count, fabric_option, json_option
+from tensorfabric.cli._options import (
+    OUTPUT_DIR,
+    OUTPUT_FILE,
+    RegistryChoice,
+    count,
+    fabric_option,
+    force_option,
+    json_option,
+)
 from tensorfabric.errors import InputError
 from tensorfabric.findings import exit_code_for
 
@@ -54,7 +62,7 @@ def cli() -> None:
 @click.option("--nos", type=_NOS, default="sonic", show_default=True)
 @click.option("--asic", type=_ASICS, default="spectrum4", show_default=True)
 @click.option("-o", "--out", type=OUTPUT_FILE, default=None, help="Write the spec here (atomically) instead of stdout.")
-@click.option("--force", is_flag=True, help="Overwrite --out when it exists.")
+@force_option("--out")
 def init_cmd(leaves: int, spines: int, hosts_per_leaf: int, speed: float, nos: str, asic: str,
              out: str | None, force: bool) -> int:
     """Write a starter leaf/spine spec with the default lossless plan (it lints clean)."""
@@ -270,13 +278,14 @@ def rules_cmd(as_json: bool) -> int:
 @cli.command("render")
 @fabric_option("The spec to render (e.g. examples/fabric.yaml).", required=True)
 @click.option("--out", "out_dir", required=True, type=OUTPUT_DIR, help="Directory for one file per device.")
+@force_option("files of the same name in --out")
 @json_option("Print the written paths as JSON.")
-def render_cmd(fabric_path: str, out_dir: str, as_json: bool) -> int:
+def render_cmd(fabric_path: str, out_dir: str, force: bool, as_json: bool) -> int:
     """Render switch and host configs for every device of the --fabric spec, one file each, atomically."""
     from tensorfabric.fabric.renderers import render_all
     from tensorfabric.host.ncclenv import nccl_env_for_nics
 
-    written = render_all(_load(Path(fabric_path)), out_dir, nccl_env_for=nccl_env_for_nics)
+    written = render_all(_load(Path(fabric_path)), out_dir, nccl_env_for=nccl_env_for_nics, force=force)
     paths = [str(p) for p in written]
     if as_json:
         emit_json({"written": paths})

@@ -76,16 +76,23 @@ def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> l
 
 
 def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: NcclEnvFor | None = None,
-               ) -> list[Path]:
+               *, force: bool = False) -> list[Path]:
     """Write one configuration file per device under ``out_dir`` (created if needed); return the paths.
 
-    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched; a
-    write that fails (disk full, read-only directory) raises InputError naming the files written and not written.
+    Everything is rendered before the first file is written, so a spec error leaves ``out_dir`` untouched; files of
+    the same name already there are replaced only with ``force`` (a symlink among them is replaced itself, never
+    followed); a write that fails (disk full, read-only directory) raises InputError naming the files written and
+    not written.
     Host scripts are written executable.
     """
     rendered = render_fabric(spec, nccl_env_for)
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {str(target)!r} exists and is not a directory")
+    taken = [item.filename for item in rendered if os.path.lexists(target / item.filename)] if not force else []
+    if taken:
+        shown = ", ".join(taken[:4]) + (f" and {len(taken) - 4} more" if len(taken) > 4 else "")
+        raise InputError(f"--out {str(target)!r} already holds {shown} ({len(taken)} file(s) this render would "
+                         "replace); pass --force to replace them or pick an empty directory")
     return write_files((target / item.filename, item.text, 0o755 if item.target == HOST_RENDERER.target else None)
                        for item in rendered)
