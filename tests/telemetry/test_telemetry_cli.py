@@ -166,3 +166,14 @@ def test_sysfs_source_takes_both_spellings_of_the_root_and_refuses_others(
     assert main(["monitor", "--once", "--source", f"sysfs:{tmp_path}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"sysfs root {str(tmp_path)!r} holds no sys/class/" in err
+
+
+def test_polls_that_read_nothing_new_print_a_line_not_the_tables_again(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write_trace(tmp_path / "storm.jsonl", "storm")
+    main(["monitor", "--source", f"replay:{path}", "--polls", "4", "--interval", "0.01s"])
+    out = capsys.readouterr().out
+    assert out.count("Alerts (") == 1 and out.count("nothing new") == 3
+    # one storm on one NIC is one row per detector and device, at the highest severity
+    rows = [line for line in out.splitlines() if "pause-storm" in line]
+    assert len(rows) == len({line.split("│")[3].split()[0] for line in rows})

@@ -135,7 +135,8 @@ def _thresholds(settings: tuple[str, ...], links: tuple[tuple[Endpoint, Endpoint
 @click.option("--label", "const_labels", multiple=True, metavar="KEY=VALUE",
               help="Add a label to every exported series, e.g. --label cluster=prod-a (repeatable).")
 @click.option("--source-deadline", type=DURATION, default="5s", show_default=True,
-              help="Longest a poll waits for one source; a slower source is reported down for that poll.")
+              help="Longest a poll waits for its sources, read in parallel; one that has not answered is "
+                   "reported down and its last values are served, marked stale.")
 @click.option("--counters-allow", metavar="REGEX", help="Export only these counters without a canonical name.")
 @click.option("--counters-deny", metavar="REGEX", help="Never export these counters without a canonical name.")
 @click.option("--counters-max", type=click.IntRange(min=0), default=1024, show_default=True,
@@ -174,12 +175,12 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
         from tensorfabric.telemetry.exporter import serve
 
         try:
-            server, _ = serve(monitor, endpoint[0], endpoint[1], lock, max_age_s=min(1.0, interval),
-                              const_labels=extra)
+            # no lock: concurrent scrapes and this loop share the poll in flight (Monitor.poll is single-flight)
+            server, _ = serve(monitor, endpoint[0], endpoint[1], max_age_s=min(1.0, interval), const_labels=extra)
         except OSError as exc:  # busy port, address not on this host, unresolvable name: the user's to fix
             raise InputError(f"--serve {listen!r}: {exc.strerror or exc}; pick a free port and an address of "
                              "this host, e.g. 127.0.0.1:9108") from None
-        log.warning("serving Prometheus metrics on http://%s:%d/metrics", *endpoint)
+        log.info("serving Prometheus metrics on http://%s:%d/metrics", *endpoint)
     con = console()
     if record:
         Path(record).parent.mkdir(parents=True, exist_ok=True)
@@ -256,6 +257,10 @@ def _const_labels(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+_LAST_SHOWN: dict[int, Any] = {}
+"""What the last table showed, per monitor: polls that add nothing print one line instead of the same tables."""
+
+
 def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, poll_no: int,
           findings: list[Any]) -> None:
     reads = _reads(monitor)
@@ -276,6 +281,13 @@ def _show(monitor: Any, result: Any, con: Any, *, as_json: bool, once: bool, pol
     from tensorfabric.telemetry.view import render_view
 
     title = f"poll {poll_no}: {len(result.samples)} samples from {len(monitor.sources)} source(s)"
+    seen = (tuple((a.detector, a.severity, a.subject) for a in result.alerts),
+            tuple(sorted((k, tuple(v)) for k, v in result.errors.items())))
+    if poll_no > 1 and not result.samples and seen == _LAST_SHOWN.get(id(monitor)):
+        # a replay read to its end, a source with nothing new: a line, not the same tables again
+        con.print(f"{title}: nothing new", markup=False)
+        return
+    _LAST_SHOWN[id(monitor)] = seen
     if con.is_terminal and not once:
         con.clear()
     con.print(render_view(monitor.window(), result.alerts, errors=result.errors, title=title))

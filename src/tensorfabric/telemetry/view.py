@@ -9,7 +9,7 @@ from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import paused_fractions
 from tensorfabric.telemetry.window import Window, subject_of
 
-__all__ = ["alerts_table", "render_view", "top_paused"]
+__all__ = ["alerts_table", "collapse", "render_view", "top_paused"]
 
 
 def top_paused(window: Window, limit: int = 10) -> list[tuple[str, str, float]]:
@@ -19,14 +19,28 @@ def top_paused(window: Window, limit: int = 10) -> list[tuple[str, str, float]]:
     return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))[:limit]
 
 
+_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def collapse(alerts: tuple[Alert, ...] | list[Alert]) -> list[tuple[Alert, int]]:
+    """One row per detector and device, at the highest severity (a storm on one NIC raised per priority and per
+    direction is one problem to a person), with how many alerts it stands for."""
+    groups: dict[tuple[str, str], list[Alert]] = {}
+    for a in alerts:
+        groups.setdefault((a.detector, a.subject.split(" ", 1)[0]), []).append(a)
+    rows = [(min(group, key=lambda a: (_ORDER[a.severity], a.subject)), len(group)) for group in groups.values()]
+    return sorted(rows, key=lambda row: (_ORDER[row[0].severity], row[0].detector, row[0].subject))
+
+
 def alerts_table(alerts: tuple[Alert, ...] | list[Alert]) -> Table:
-    table = Table(title=f"Alerts ({len(alerts)})")
+    rows = collapse(alerts)
+    table = Table(title=f"Alerts ({len(rows)})")
     for column in ("severity", "detector", "subject", "recommendation"):
         table.add_column(column, overflow="fold")
     colour = {"critical": "red", "warning": "yellow", "info": "cyan"}
-    order = {"critical": 0, "warning": 1, "info": 2}
-    for a in sorted(alerts, key=lambda a: (order[a.severity], a.detector, a.subject)):
-        table.add_row(f"[{colour[a.severity]}]{a.severity}[/]", a.detector, a.subject,
+    for a, count in rows:
+        subject = a.subject if count == 1 else f"{a.subject} (+{count - 1} more on {a.subject.split(' ', 1)[0]})"
+        table.add_row(f"[{colour[a.severity]}]{a.severity}[/]", a.detector, subject,
                       a.recommendation.split(": ")[0].split(". ")[0])
     return table
 
