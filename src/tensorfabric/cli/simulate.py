@@ -1,4 +1,8 @@
-"""``tensorfabric simulate SCENARIO``: run a fluid PFC/ECN/DCQCN simulation and report or save its outcome."""
+"""``tensorfabric simulate SCENARIO``: run a fluid PFC/ECN/DCQCN simulation and report or save its outcome.
+
+``tensorfabric simulate sweep SPEC.yaml``: many scenarios of one fabric (grid or random search) on a process pool
+or Ray, with a Pareto plot and the setting that meets a budget (sim/sweep.py).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,15 @@ from typing import Any
 import click
 
 from tensorfabric.cli._common import DURATION, RATE, SIZE, console, emit_json, progress
-from tensorfabric.cli._options import OUTPUT_FILE, RegistryChoice, count, fabric_option, json_option
+from tensorfabric.cli._options import (
+    OUTPUT_DIR,
+    OUTPUT_FILE,
+    RegistryChoice,
+    count,
+    fabric_option,
+    force_option,
+    json_option,
+)
 from tensorfabric.errors import InputError
 from tensorfabric.topology import Fabric
 
@@ -31,7 +43,20 @@ def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
     return topology, ecn
 
 
-@click.command("simulate")
+class _WithSweep(click.Command):
+    """``simulate SCENARIO`` and ``simulate sweep SPEC.yaml``: the word ``sweep`` hands the rest to :func:`sweep`."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        if args and args[0] == "sweep":
+            return sweep.make_context(f"{info_name} sweep", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return ctx.command.invoke(ctx) if ctx.command is not self else super().invoke(ctx)
+
+
+@click.command("simulate", cls=_WithSweep)
 @click.argument("scenario", type=RegistryChoice("tensorfabric.sim.scenarios:SCENARIOS"), metavar="SCENARIO")
 @fabric_option("Simulate this fabric spec (YAML) instead of the scenario's own topology.")
 @click.option("--duration", type=DURATION, help="Simulated time, e.g. 10ms.")
@@ -72,7 +97,9 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         dcqcn: str | None, engine: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
         counters: str | None, counter_interval: float | None, pace: float | None) -> int:
-    """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them)."""
+    """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them).
+
+    `tensorfabric simulate sweep SPEC.yaml` runs many scenarios instead (see its --help)."""
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     if pace is not None and not counters:
@@ -237,3 +264,114 @@ def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
     for key in ("settled_mean_bytes", "fixed_point_bytes", "queue_over_fixed_point", "token_latency_s", "growth"):
         if key in result.queues:
             con.print(f"{key}: {result.queues[key]}")
+
+
+@click.command("sweep")
+@click.argument("spec_path", metavar="SPEC.yaml", type=click.Path(dir_okay=False))
+@click.option("--out", type=OUTPUT_DIR, metavar="DIR",
+              help="Folder for rows.parquet/rows.jsonl, pareto.png and summary.json (default: NAME-sweep).")
+@click.option("--jobs", type=count(1, 4096), help="Worker processes, or CPUs of the local Ray cluster (default: "
+                                                   "every CPU this process may use).")
+@click.option("--executor", type=RegistryChoice("tensorfabric.sim.executors:EXECUTORS"), default="process",
+              show_default=True, help="process: a local process pool; ray: a Ray cluster (pip install "
+                                      "'tensorfabric[sweep]').")
+@click.option("--address", metavar="ADDR", help="ray: join this cluster (auto, ray://head:10001) instead of "
+                                                "starting a local one.")
+@click.option("--budget", metavar="LIMITS", help="Limits a setting must meet on every condition, e.g. "
+                                                 "p99=2ms,paused=1% (keys: p50 p99 max token paused drops); "
+                                                 "replaces the spec's budget.")
+@click.option("--resume", is_flag=True, help="Continue the sweep in --out, skipping the scenarios it finished.")
+@force_option("a previous sweep's files in --out (the sweep starts over)")
+@json_option("Print the summary (recommendation, Pareto front, files) as JSON on stdout.")
+def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, address: str | None,
+          budget: str | None, resume: bool, force: bool, as_json: bool) -> int:
+    """Run every scenario of SPEC.yaml (grid or seeded random search over ECN, PFC and DCQCN settings, offered
+    load and TP/PP placement) and recommend the setting that meets the budget. Exit 1 when none does."""
+    import os
+    from pathlib import Path
+
+    import yaml
+
+    from tensorfabric.fsutil import read_input
+    from tensorfabric.sim.ecn import EcnConfig
+    from tensorfabric.sim.executors import ExecutorOptions, make_executor
+    from tensorfabric.sim.sweep import pending, plan_sweep, prepare_output, run_sweep
+    from tensorfabric.sim.sweep_report import parse_budget, summarize_sweep, write_outputs
+    from tensorfabric.sim.sweep_spec import parse_spec
+
+    try:
+        doc = yaml.safe_load(read_input(spec_path, "sweep spec"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"sweep spec {spec_path!r}: not YAML ({' '.join(str(exc).split())})") from None
+    spec = parse_spec(doc, spec_path)
+    fabric, ecn = None, None
+    if spec.fabric is not None:
+        fabric_path = os.path.join(os.path.dirname(spec_path), spec.fabric)
+        fabric, profile = _load_fabric(fabric_path)
+        ecn = EcnConfig(kmin_bytes=profile[0], kmax_bytes=profile[1], pmax=profile[2]) if profile else None
+    plan = plan_sweep(spec, fabric, ecn)
+    limits = parse_budget(budget) if budget else parse_budget(spec.budget, "budget") if spec.budget else None
+    folder = Path(out or f"{spec.name}-sweep")
+    prepare_output(folder, resume=resume, force=force)
+    workers = jobs or len(os.sched_getaffinity(0))
+    runner = make_executor(executor, ExecutorOptions(jobs=workers, address=address))
+    todo = len(pending(plan, folder))
+    try:
+        with progress(f"sweep {spec.name}", todo, enabled=None if not as_json else False) as advance:
+            run = run_sweep(plan, folder, runner, advance=advance)
+    except KeyboardInterrupt:
+        click.echo(f"sweep interrupted: finished rows are kept in {folder / 'rows.jsonl'}; run the same command "
+                   "with --resume to go on", err=True)
+        raise
+    summary = summarize_sweep(plan, run, limits)
+    files = write_outputs(folder, summary, {"spec": spec_path, "search": spec.search, "seed": spec.seed,
+                                            "executor": executor, "jobs": workers, "wall_s": run.wall_s})
+    if as_json:
+        emit_json({**summary.to_dict(), "files": files, "wall_s": run.wall_s})
+    else:
+        _render_sweep(summary, files, f"{executor} x{workers}", spec.fabric is not None)
+    return 1 if limits is not None and summary.recommended is None else 0
+
+
+def _render_sweep(summary: Any, files: dict[str, str], where: str, on_spec: bool) -> None:
+    from rich.table import Table
+
+    from tensorfabric.sim.sweep_report import show_setting
+    from tensorfabric.units import format_duration
+
+    con = console()
+    run = summary.run
+    con.print(f"[bold]sweep {summary.name}[/]: {summary.scenarios} scenarios ({len(summary.settings)} settings) on "
+              f"{where}: ran {run.ran}, resumed {run.resumed} in {format_duration(run.wall_s)}"
+              + (f"; {summary.skipped} combinations skipped ({summary.why_skipped})" if summary.skipped else "")
+              + (f"; [red]{summary.errors} refused by the simulator[/]" if summary.errors else ""))
+    con.print("files: " + ", ".join(files.values()))
+    table = Table(title="Pareto front: p99 FCT against the most paused port (worst condition of each setting)")
+    for col in ("setting", "p99 FCT", "paused", "max FCT", "drops"):
+        table.add_column(col)
+    for o in summary.front[:12]:
+        w = o.worst
+        table.add_row(show_setting(o.setting), format_duration(w["fct_p99_s"]), f"{w['paused_fraction']:.2%}",
+                      format_duration(w["fct_max_s"]), f"{w['drops_bytes']:.0f} B")
+    con.print(table)
+    if summary.budget is None:
+        con.print("no budget given: pass --budget p99=2ms,paused=1% (or budget: in the spec) for a recommendation")
+        return
+    pick = summary.recommended or summary.closest
+    head = (f"[green]recommended[/] ({summary.met_by} of {len(summary.settings)} settings meet "
+            f"{summary.budget.text})" if summary.recommended else
+            f"[red]no setting meets {summary.budget.text}[/]; closest")
+    if pick is None:
+        con.print(f"{head}: none (every setting left flows unfinished or was refused)")
+        return
+    w = pick.worst
+    con.print(f"{head}: {show_setting(pick.setting)} -- worst over {pick.rows} conditions: p99 FCT "
+              f"{format_duration(w['fct_p99_s'])}, most paused port {w['paused_fraction']:.2%}, drops "
+              f"{w['drops_bytes']:.0f} B")
+    ecn = {k: pick.setting[k] for k in ("kmin", "kmax", "pmax") if k in pick.setting}
+    if on_spec and ecn:
+        from tensorfabric.units import format_size
+
+        parts = [f"{k}: {format_size(v, binary=False)}" if k != "pmax" else f"pmax: {v * 100:.3g}"
+                 for k, v in ecn.items()]
+        con.print(f"in the fabric spec: qos: {{ecn: [{{{', '.join(parts)}}}]}}")
