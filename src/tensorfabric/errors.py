@@ -7,6 +7,7 @@
      │    └── ParseError   a file or stream that does not parse; carries source, line and excerpt
      ├── DiscoveryError    the host could not be inspected (sysfs unreadable, tool failed)
      ├── TransferError     a collective failed or timed out; carries op, group and peer
+     ├── DataError         numbers that are not numbers: damaged weights (checksum, NaN/Inf), non-finite logits
      ├── LabError          network-namespace lab could not be built or driven
      └── SimulationError   the simulator was asked for something it cannot compute
 
@@ -20,6 +21,7 @@ exit codes. Lower-layer exceptions are translated at the boundary with ``raise .
 from __future__ import annotations
 
 __all__ = [
+    "DataError",
     "DiscoveryError",
     "InputError",
     "Interrupted",
@@ -77,6 +79,12 @@ class TransferError(TensorFabricError):
         parts = [p for p in (f"op={op}" if op else "", f"group={group}" if group else "",
                              f"peer={peer}" if peer is not None else "") if p]
         super().__init__(f"{message} [{' '.join(parts)}]" if parts else message)
+
+
+class DataError(TensorFabricError):
+    """Data that cannot be right: a weight file that no longer matches its checksum, a tensor holding NaN or
+    Inf, logits that stopped being finite. Exit 1: the command ran and found the numbers wrong; the message names
+    the file, tensor or step and the likely cause."""
 
 
 class LabError(TensorFabricError):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file
 
 from tensorfabric.cli.main import main
-from tensorfabric.errors import InputError
+from tensorfabric.errors import DataError, InputError
 from tensorfabric.inference.checkpoint import INDEX_NAME, open_checkpoint
 from tensorfabric.inference.config import load_config
 from tensorfabric.inference.gguf_import import import_gguf
@@ -122,7 +122,8 @@ def test_force_replaces_only_the_checkpoint(f32_gguf: Path, tiny: Path, tmp_path
         import_gguf(f32_gguf, target)
     import_gguf(f32_gguf, target, force=True)
     names = sorted(p.name for p in target.iterdir())
-    assert names == ["config.json", "model.safetensors", "notes.txt", "tokenizer.json", "tokenizer_config.json"]
+    assert names == ["SHA256SUMS", "config.json", "model.safetensors", "notes.txt", "tokenizer.json",
+                     "tokenizer_config.json"]
     assert (target / "notes.txt").read_text() == "mine"
     assert torch.equal(open_checkpoint(target).read("lm_head.weight"),
                        load_file(str(tiny / "model.safetensors"))["lm_head.weight"])
@@ -140,11 +141,13 @@ def test_make_tiny_refuses_a_non_empty_directory(tmp_path: Path, capsys: pytest.
     assert "is not empty; pass --force" in capsys.readouterr().err and _listing(target) == before
     assert main([*args, "--seed", "3", "--force", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["files"] == ["config.json", "model.safetensors", "tokenizer.json"]  # only what it wrote
-    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors", "notes.txt",
-                                                         "tokenizer.json"]  # the old shards and index are gone
+    assert report["files"] == ["SHA256SUMS", "config.json", "model.safetensors", "tokenizer.json"]  # what it wrote
+    open_checkpoint(target)  # verifies, and caches the verified signatures in .SHA256SUMS.verified
+    assert main([*args, "--seed", "4", "--force"]) == 0
+    assert sorted(p.name for p in target.iterdir()) == ["SHA256SUMS", "config.json", "model.safetensors",
+                                                         "notes.txt", "tokenizer.json"]  # old shards, index, cache gone
     assert (target / "notes.txt").read_text() == "mine"
-    open_checkpoint(target)
+    assert open_checkpoint(target).verification.hashed == ("model.safetensors",)
 
 
 def test_smollm2_tokenizer_and_chat_template_match_transformers(smollm2_gguf: Path, smollm2: Path) -> None:
@@ -170,7 +173,8 @@ def test_smollm2_tokenizer_and_chat_template_match_transformers(smollm2_gguf: Pa
 def test_damaged_files_only_raise_input_errors(f32_gguf: Path, tmp_path: Path, cuts: list[tuple[int, int]],
                                                length: int | None) -> None:
     """Bytes overwritten anywhere (header, metadata, tensor table, data) and the file cut anywhere: the import
-    either succeeds or raises InputError/ParseError, and a failed one writes nothing."""
+    either succeeds or raises InputError/ParseError (the file does not parse) or DataError (a tensor dequantises
+    to NaN or Inf), and a failed one writes nothing."""
     data = bytearray(f32_gguf.read_bytes())
     for where, value in cuts:
         data[where % len(data)] = value
@@ -182,7 +186,7 @@ def test_damaged_files_only_raise_input_errors(f32_gguf: Path, tmp_path: Path, c
     shutil.rmtree(target, ignore_errors=True)
     try:
         import_gguf(source, target)
-    except InputError:
+    except (InputError, DataError):
         assert not target.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 

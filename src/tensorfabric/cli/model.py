@@ -61,7 +61,10 @@ def make_tiny_cmd(directory: Path, layers: int, hidden: int, heads: int, kv_head
 @click.option("--force", is_flag=True, help="Replace the checkpoint in a non-empty DIRECTORY.")
 @json_option("Print what was written as JSON.")
 def import_gguf_cmd(file: Path, directory: Path, dtype: str, shard_size: float, force: bool, as_json: bool) -> int:
-    """Convert a llama.cpp GGUF FILE (Llama architecture) into a checkpoint DIRECTORY (absent or empty)."""
+    """Convert a llama.cpp GGUF FILE (Llama architecture) into a checkpoint DIRECTORY (absent or empty).
+
+    Every tensor must dequantise to finite values (exit 1 naming the tensor otherwise, DIRECTORY untouched); the
+    weight files' sha256 go into DIRECTORY/SHA256SUMS, which every later load verifies."""
     from tensorfabric.inference.gguf_import import import_gguf
 
     done = import_gguf(file, directory, dtype=dtype, shard_bytes=int(shard_size), force=force)
@@ -81,19 +84,22 @@ def import_gguf_cmd(file: Path, directory: Path, dtype: str, shard_size: float, 
 @click.argument("directory", type=click.Path(path_type=Path))
 @json_option()
 def info_cmd(directory: Path, as_json: bool) -> int:
-    """Validate a checkpoint directory and show its shape."""
+    """Validate a checkpoint directory (every tensor's shape, the weight files' checksums) and show its shape."""
     from tensorfabric.inference.checkpoint import open_checkpoint
     from tensorfabric.inference.config import load_config
+    from tensorfabric.inference.integrity import check_shapes
     from tensorfabric.inference.weights import tensor_names
 
     cfg = load_config(directory)
-    ckpt = open_checkpoint(directory)
+    ckpt = open_checkpoint(directory)  # DataError (exit 1) when a weight file fails its SHA256SUMS
     ckpt.require(tensor_names(cfg, 0, cfg.num_layers, embed=True, head=True))
+    check_shapes(ckpt.shapes, cfg)
     files = sorted({p.name for p in ckpt.files.values()})
     summary = {"directory": str(directory), "model_type": cfg.model_type, "parameters": cfg.parameter_count(),
                "layers": cfg.num_layers, "hidden": cfg.hidden_size, "heads": cfg.num_heads,
                "kv_heads": cfg.num_kv_heads, "vocab": cfg.vocab_size, "rope": cfg.rope.kind,
-               "tied": cfg.tie_word_embeddings, "files": files, "tensors": len(ckpt.files)}
+               "tied": cfg.tie_word_embeddings, "files": files, "tensors": len(ckpt.files),
+               "checksums": ckpt.verification.summary()}
     if as_json:
         emit_json(summary)
     else:

@@ -52,9 +52,13 @@ def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str,
 
     if model_dir is not None and str(model_dir) != TINY:
         return model_dir, 2 if tp is None else tp
+
+    def notify(message: str) -> None:  # the cached model was damaged and is being rebuilt
+        click.echo(f"tensorfabric: {message}", err=True)
+
     if model_dir is not None:
-        return tiny_model(environ), 2 if tp is None else tp
-    chosen = default_model(environ)
+        return tiny_model(environ, notify), 2 if tp is None else tp
+    chosen = default_model(environ, notify=notify)
     if not chosen.real:
         click.echo(f"tensorfabric: {chosen.fallback_reason}; running the random tiny model instead", err=True)
     return chosen.directory, chosen.tp if tp is None else tp

@@ -4,8 +4,9 @@ Rooms: ``config`` (config.json), ``checkpoint`` (safetensors slices), ``plan`` (
 (a rank's shard), ``model`` (the decoder), ``sampling``, ``generate`` (prefill/decode, pipeline hand-off),
 ``comm`` (transfer groups), ``runner`` (one rank end to end), ``report`` (figures), ``tiny`` and ``tokenizer``
 (random checkpoints with a byte-level tokenizer; chat templates), ``writer`` (streamed, atomic checkpoint
-output), ``gguf_import`` and ``gguf_tokenizer`` (llama.cpp GGUF files into checkpoints) and ``default`` (the
-model ``run`` uses without ``--model``). torch is imported inside functions only.
+output), ``gguf_import`` and ``gguf_tokenizer`` (llama.cpp GGUF files into checkpoints), ``integrity``
+(checksums, finite weights and logits: damaged numbers fail loudly) and ``default`` (the model ``run`` uses
+without ``--model``). torch is imported inside functions only.
 """
 
 from tensorfabric.inference.config import ModelConfig, RopeScaling, load_config

@@ -3,6 +3,10 @@
 Pipeline stages hand hidden states on through a ``StageComm``; the prompt is cut into sequence chunks
 (microbatches) during prefill, so stage 0 computes chunk k+1 while stage 1 works on chunk k. The last stage
 samples and shares the new tokens with every rank.
+
+The last stage checks the logits of every step before sampling: NaN logits have argmax 0, so without the check
+a damaged or overflowing model answers token 0 over and over and the run looks fine. A non-finite step is a
+DataError naming the step and the likely cause.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from tensorfabric.errors import InputError
+from tensorfabric.inference.integrity import check_logits
 from tensorfabric.inference.model import ShardedLlama
 from tensorfabric.inference.sampling import Sampler, SamplingParams
 
@@ -122,7 +127,10 @@ def generate(model: ShardedLlama, stage: StageComm, prompts: Sequence[Sequence[i
     for a, b in _chunks(plen, microbatches):
         logits = step(ids[:, a:b], a, "prefill")
     position = plen
+    dtype_name = str(model.dtype).removeprefix("torch.")
     for n in range(params.max_new_tokens):
+        if logits is not None:
+            check_logits(logits, n, dtype_name)
         tokens = sampler(logits) if logits is not None else torch.zeros(batch, dtype=torch.long)
         tokens = stage.share_tokens(tokens)
         if keep_logits and logits is not None:

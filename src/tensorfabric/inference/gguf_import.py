@@ -10,6 +10,10 @@ are adjacent (GGML's rope layout); transformers' rotary embedding rotates the tw
 the rows are permuted back here. Everything we cannot run faithfully is refused with its name: other
 architectures, partial or per-dimension rotary scaling, mixture-of-experts, tokenizers other than byte-level
 BPE with a known pre-tokenizer.
+
+GGUF has no checksum. What damage shows is checked: every tensor must dequantise to finite values (a NaN or Inf
+block scale, or flipped exponent bits in an F32/F16 tensor, make whole blocks NaN: ik_llama.cpp#649); the error
+names the tensor, its type and the block, and nothing is written.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tensorfabric.errors import InputError, ParseError
+from tensorfabric.errors import DataError, InputError, ParseError
 from tensorfabric.inference.config import ModelConfig, RopeScaling, config_from_dict
 from tensorfabric.inference.gguf_tokenizer import tokenizer_files
+from tensorfabric.inference.integrity import describe_non_finite, expected_shapes
 from tensorfabric.inference.writer import PlannedTensor, check_target, write_checkpoint
 
 if TYPE_CHECKING:
@@ -159,20 +164,6 @@ def _hf_name(name: str, source: str) -> str:
     raise InputError(f"{source}: tensor {name!r} has no Llama counterpart; is this a Llama-family model?")
 
 
-def _expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
-    h, q, kv, f, v = (cfg.hidden_size, cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim,
-                      cfg.intermediate_size, cfg.vocab_size)
-    out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,),
-                                       "lm_head.weight": (v, h)}
-    per = {"input_layernorm.weight": (h,), "post_attention_layernorm.weight": (h,),
-           "self_attn.q_proj.weight": (q, h), "self_attn.k_proj.weight": (kv, h), "self_attn.v_proj.weight": (kv, h),
-           "self_attn.o_proj.weight": (h, q), "mlp.gate_proj.weight": (f, h),
-           "mlp.up_proj.weight": (f, h), "mlp.down_proj.weight": (h, f)}
-    for i in range(cfg.num_layers):
-        out.update({f"model.layers.{i}.{k}": s for k, s in per.items()})
-    return out
-
-
 def unpermute_rows(w: np.ndarray, heads: int) -> np.ndarray:
     """Undo llama.cpp's ``permute``: within each head, rows were reordered from [first half, second half] to
     interleaved pairs; put the halves back."""
@@ -184,10 +175,12 @@ def _producer(t: ReaderTensor, hf: str, shape: tuple[int, ...], cfg: ModelConfig
     def produce() -> torch.Tensor:
         import numpy as np
         import torch
+        from gguf.constants import GGML_QUANT_SIZES
         from gguf.quants import dequantize
 
         try:
-            values = dequantize(t.data, t.tensor_type)
+            with np.errstate(all="ignore"):  # a damaged scale's Inf x 0 is reported below, not as a warning
+                values = dequantize(t.data, t.tensor_type)
         except NotImplementedError as exc:
             raise InputError(f"{source}: tensor {t.name!r} is stored as {t.tensor_type.name}, which the gguf "
                              "package cannot dequantise") from exc
@@ -195,6 +188,12 @@ def _producer(t: ReaderTensor, hf: str, shape: tuple[int, ...], cfg: ModelConfig
             raise ParseError(f"tensor {t.name!r} ({t.tensor_type.name}) does not decode: {exc}",
                              source=source) from exc
         values = values.astype(np.float32, copy=False).reshape(shape)
+        if not np.isfinite(values).all():  # a copy for torch: F32 values are a read-only view of the file
+            block = GGML_QUANT_SIZES[t.tensor_type][0]
+            problem = describe_non_finite(torch.from_numpy(np.array(values)), block=block)
+            raise DataError(f"{source}: tensor {t.name!r} ({t.tensor_type.name}) dequantises to values that are "
+                            f"not numbers: it {problem}; the GGUF file is damaged: download it again and compare "
+                            "its sha256 with the publisher's")
         if hf.endswith("self_attn.q_proj.weight"):
             values = unpermute_rows(values, cfg.num_heads)
         elif hf.endswith("self_attn.k_proj.weight"):
@@ -218,7 +217,7 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
     source = str(path)
     reader = open_gguf(Path(path))
     arch, cfg = gguf_config(reader, source)
-    expected = _expected_shapes(cfg)
+    expected = expected_shapes(cfg)
     planned: list[PlannedTensor] = []
     types: Counter[str] = Counter()
     seen: set[str] = set()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tensorfabric.errors import InputError
 from tensorfabric.inference.checkpoint import Checkpoint, open_checkpoint
 from tensorfabric.inference.config import ModelConfig, load_config
+from tensorfabric.inference.integrity import check_shapes
 from tensorfabric.inference.plan import ShardPlan, check_parallel
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.weights import tensor_names
@@ -92,15 +93,9 @@ def prepare(cfg: RunConfig, world_size: int | None = None) -> Prepared:
         CODECS.get(cfg.codec)  # InputError naming the registered codecs
     model = load_config(Path(cfg.model_dir))
     check_parallel(model, cfg.tp, cfg.pp, world_size)
-    ckpt = open_checkpoint(Path(cfg.model_dir))
+    ckpt = open_checkpoint(Path(cfg.model_dir))  # DataError when a weight file fails its SHA256SUMS
     ckpt.require(tensor_names(model, 0, model.num_layers, embed=True, head=True))
-    expected = {"model.embed_tokens.weight": (model.vocab_size, model.hidden_size),
-                "model.layers.0.self_attn.q_proj.weight": (model.num_heads * model.head_dim, model.hidden_size),
-                "model.layers.0.self_attn.k_proj.weight": (model.num_kv_heads * model.head_dim, model.hidden_size),
-                "model.layers.0.mlp.down_proj.weight": (model.hidden_size, model.intermediate_size)}
-    for name, shape in expected.items():
-        if ckpt.shape(name) != shape:
-            raise InputError(f"tensor {name} has shape {list(ckpt.shape(name))}, config.json implies {list(shape)}")
+    check_shapes(ckpt.shapes, model)
     if cfg.prompt_ids:
         prompts = cfg.prompt_ids
     else:

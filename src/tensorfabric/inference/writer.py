@@ -6,10 +6,15 @@ into a staging directory next to the target; an absent or empty target is then r
 non-empty target is refused unless ``force``; with ``force`` each file is moved in by ``os.replace`` and the
 old checkpoint's weight files that the new one does not have are removed (a stale index would otherwise win
 over a new single file). Nothing else in the directory is touched.
+
+Every tensor is checked finite before it is written, and again after its conversion to the stored dtype (a value
+float16 cannot hold becomes Inf). Each weight file's sha256 is computed from the bytes as they are written and
+recorded in ``SHA256SUMS``, which the loader verifies (:mod:`~tensorfabric.inference.integrity`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from tensorfabric.errors import InputError
 from tensorfabric.inference.checkpoint import INDEX_NAME, SINGLE_NAME
+from tensorfabric.inference.integrity import MANIFEST_NAME, STAMP_NAME, check_finite, manifest_text
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["PlannedTensor", "check_target", "write_checkpoint"]
 
 _ST_DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
-_WEIGHT_GLOBS = (SINGLE_NAME, INDEX_NAME, "model-*-of-*.safetensors")
+_WEIGHT_GLOBS = (SINGLE_NAME, INDEX_NAME, "model-*-of-*.safetensors", MANIFEST_NAME, STAMP_NAME)
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,8 @@ def check_target(target: Path, force: bool) -> None:
         raise InputError(f"{str(target)!r} is not empty; pass --force to replace the checkpoint in it")
 
 
-def _write_safetensors(path: Path, tensors: list[PlannedTensor], dtype: str) -> None:
+def _write_safetensors(path: Path, tensors: list[PlannedTensor], dtype: str) -> str:
+    """Write one safetensors file; return the sha256 of its bytes."""
     import torch
 
     code, size = _ST_DTYPES[dtype]
@@ -68,16 +75,23 @@ def _write_safetensors(path: Path, tensors: list[PlannedTensor], dtype: str) -> 
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * (-len(raw) % 8)  # the format pads the header so tensor data starts 8-byte aligned
     want = getattr(torch, dtype)
+    digest = hashlib.sha256()
     with path.open("wb") as fh:
-        fh.write(struct.pack("<Q", len(raw)))
-        fh.write(raw)
+        for chunk in (struct.pack("<Q", len(raw)), raw):
+            fh.write(chunk)
+            digest.update(chunk)
         for t in tensors:
-            value = t.produce().to(want).contiguous()
+            produced = t.produce()
+            value = produced.to(want).contiguous()
             if tuple(value.shape) != t.shape:
                 raise AssertionError(f"{t.name}: produced shape {tuple(value.shape)}, planned {t.shape}")
-            fh.write(value.view(torch.uint8).numpy().tobytes())
+            check_finite(t.name, produced, stored=value if value.dtype != produced.dtype else None, stored_as=dtype)
+            data = value.view(torch.uint8).numpy().tobytes()
+            fh.write(data)
+            digest.update(data)
         fh.flush()
         os.fsync(fh.fileno())
+    return digest.hexdigest()
 
 
 def _shards(tensors: list[PlannedTensor], size: int, shard_bytes: int | None) -> list[list[PlannedTensor]]:
@@ -106,9 +120,9 @@ def _publish(staging: Path, target: Path, force: bool) -> None:
         raise InputError(f"{str(target)!r} is no longer empty; pass --force to replace the checkpoint in it")
     new = {p.name for p in staging.iterdir()}
     stale = {p for pattern in _WEIGHT_GLOBS for p in target.glob(pattern) if p.name not in new}
-    # Weights first, the index (if any) next, config.json last: a reader that sees the new config.json
-    # sees the new weights too.
-    order = sorted(new, key=lambda n: (n == "config.json", n == INDEX_NAME))
+    # Weights first, the index (if any) and the checksums next, config.json last: a reader that sees the new
+    # config.json sees the new weights too. The old verified-signature cache goes with the old weights.
+    order = sorted(new, key=lambda n: (n == "config.json", n in (INDEX_NAME, MANIFEST_NAME)))
     for name in order:
         os.replace(staging / name, target / name)
     for path in stale:
@@ -134,17 +148,19 @@ def write_checkpoint(target: Path, tensors: Iterable[PlannedTensor], texts: Mapp
     staging = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     staging.mkdir()
     try:
+        digests: dict[str, str] = {}
         if len(shards) == 1 and shard_bytes is None:
-            _write_safetensors(staging / SINGLE_NAME, shards[0], dtype)
+            digests[SINGLE_NAME] = _write_safetensors(staging / SINGLE_NAME, shards[0], dtype)
         else:
             weight_map: dict[str, str] = {}
             for i, shard in enumerate(shards, 1):
                 file_name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-                _write_safetensors(staging / file_name, shard, dtype)
+                digests[file_name] = _write_safetensors(staging / file_name, shard, dtype)
                 weight_map.update(dict.fromkeys((t.name for t in shard), file_name))
             total = sum(t.numel() * size for t in planned)
             index = {"metadata": {"total_size": total}, "weight_map": weight_map}
             (staging / INDEX_NAME).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+        (staging / MANIFEST_NAME).write_text(manifest_text(digests), encoding="utf-8")
         for name, text in texts.items():
             (staging / name).write_text(text, encoding="utf-8")
         written = sorted(p.name for p in staging.iterdir())
