@@ -1,5 +1,10 @@
 """The monitor engine: poll sources, keep a bounded history, run detectors, remember source errors.
 
+A poll is single-flight: a caller that arrives while another thread's poll runs waits for that poll and gets its
+result (concurrent scrapes share one collection instead of queueing for one each). With a source deadline every
+source is read in its own thread, all under one deadline; a source that does not answer in time keeps its last
+values, which are served marked stale (``SourceStatus.stale_s``) until ``stale_s`` has passed.
+
 History is kept at two resolutions. Every series keeps its full-resolution points for the longest short
 lookback (25 minutes by default: the watchdog-flap and link-flap windows). The series a long-horizon detector
 reads (capacity trend: RX pause time on lossless priorities, over days) also keep one point per
@@ -11,6 +16,7 @@ a replayed recording sees the same alerts a live monitor would have.
 from __future__ import annotations
 
 import logging
+import threading
 import time as _time
 from bisect import bisect_left
 from collections import defaultdict
@@ -64,6 +70,11 @@ class SourceStatus:
     last_errors: tuple[str, ...] = ()
     recognised: int = -1
     """Canonical samples in the last reading (-1: not read yet); 0 with samples means an unknown driver."""
+    read_at: float | None = None
+    """``time.monotonic()`` when the source last answered with a reading (None: never)."""
+    stale_s: float | None = None
+    """Age of the values served for this source when the last poll began: 0.0 when that poll read it, more while
+    its last good values stand in for a source that did not answer or failed (None: never read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +85,30 @@ class PollResult:
     samples: tuple[Sample, ...]
     alerts: tuple[Alert, ...]
     errors: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stale: dict[str, float] = field(default_factory=dict)
+    """Sources this poll got no reading from whose earlier values are still served, with their age in seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What one poll got from one source: a reading, the error it raised, or None (no answer by the deadline)."""
+
+    source: Source
+    answer: Reading | Exception | None
+    at: float | None
+    """``time.monotonic()`` when the answer came; with no answer, when the read still in flight began."""
+
+
+class _Flight:
+    """One poll in progress, for the callers that arrive while it runs."""
+
+    __slots__ = ("done", "error", "owner", "result")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.owner = threading.get_ident()
+        self.result: PollResult | None = None
+        self.error: BaseException | None = None
 
 
 class Monitor:
@@ -83,8 +118,22 @@ class Monitor:
                  source_deadline_s: float | None = None) -> None:
         self.sources = list(sources)
         self.source_deadline_s = source_deadline_s
-        """With a deadline every source is read in its own thread and a poll waits at most this long for it; a
-        source still busy from an earlier poll is reported down at once (None: read one after another)."""
+        """With a deadline every source is read in its own thread and a poll takes at most about this long: its
+        sources are waited on for the deadline less the time filing their readings takes; a source still busy
+        from an earlier poll is neither restarted nor waited on, and its last values are served stale (None:
+        read one after another in the polling thread)."""
+        self.lock = threading.RLock()
+        """Held while a poll files its readings and while a scrape renders; never while sources are read."""
+        self._flight_lock = threading.Lock()
+        self._flight: _Flight | None = None
+        self._silent: set[str] = set()
+        self._forgotten: set[str] = set()
+        self._filing_s = 0.0
+        """What filing a poll's readings took lately; kept back from the next poll's wait on its sources."""
+        self.collected_at: float | None = None
+        """``time.monotonic()`` when the last poll finished (what a scrape's "fresh enough" is measured from)."""
+        self.generation = 0
+        """Bumped whenever what a scrape would show may have changed (a poll, ingest or evaluation)."""
         self._readers: dict[str, Reader] = {}
         self._unknown_warned: set[str] = set()
         self.listeners: list[Callable[[PollResult], None]] = []
@@ -144,26 +193,77 @@ class Monitor:
     def poll(self) -> PollResult:
         """Read every source once; a failing source is recorded and the others carry on.
 
-        With a :class:`PollClock` (what ``tensorfabric monitor`` gives the sources and the monitor) every live
-        source stamps this poll with one time, so the detectors run once per poll, not once per source."""
-        if isinstance(self.clock, PollClock):
-            with self.clock.frozen():
+        Called while another thread's poll runs, it waits for that poll and returns its result (listeners are
+        called once per poll). With a :class:`PollClock` (what ``tensorfabric monitor`` gives the sources and
+        the monitor) every live source stamps this poll with one time, so the detectors run once per poll, not
+        once per source."""
+        with self._flight_lock:
+            flight = self._flight
+            leader = flight is None
+            if flight is None:
+                flight = self._flight = _Flight()
+        if not leader:
+            if flight.owner == threading.get_ident():  # a listener polling from inside the poll
                 return self._poll()
-        return self._poll()
+            flight.done.wait()  # the leader waits on sources for the deadline at most
+            if flight.result is None:
+                raise flight.error or RuntimeError("the poll this call waited for failed")
+            return flight.result
+        try:
+            if isinstance(self.clock, PollClock):
+                with self.clock.frozen():
+                    flight.result = self._poll()
+            else:
+                flight.result = self._poll()
+            return flight.result
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._flight_lock:
+                self._flight = None
+            flight.done.set()
 
     def _poll(self) -> PollResult:
-        self.polled_at = _time.monotonic()
+        self.polled_at = started = _time.monotonic()
+        answers = self._read_all(started)  # without the lock: scrapes render the last collection meanwhile
+        with self.lock:
+            filing = _time.monotonic()
+            result = self._file(answers, started)
+            self.collected_at = _time.monotonic()
+            took = self.collected_at - filing
+            self._filing_s = max(took, 0.8 * self._filing_s + 0.2 * took)  # up at once, down slowly
+            self.generation += 1
+            for listener in self.listeners:
+                listener(result)
+        return result
+
+    def _file(self, answers: list[_Answer], started: float) -> PollResult:
         by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
-        for source, outcome in self._read_all():
+        stale: dict[str, float] = {}
+        for answer in answers:
+            source, outcome = answer.source, answer.answer
             status = self.status.setdefault(source.name, SourceStatus())
+            if outcome is None:
+                self._stale(source.name, status, started, stale)
+                self._no_answer(source.name, status, answer.at, errors)
+                continue
+            if source.name in self._silent:
+                self._silent.discard(source.name)
+                if isinstance(outcome, Reading):
+                    log.warning("source %s answers again", source.name)
             if not isinstance(outcome, Reading):
+                self._stale(source.name, status, started, stale)
                 status.up, status.last_errors = False, (str(outcome),)
                 status.errors_total += 1
                 errors[source.name] = status.last_errors
                 log.warning("source %s failed: %s", source.name, outcome)
                 continue
+            self._forgotten.discard(source.name)
+            status.read_at = answer.at
+            status.stale_s = max(0.0, started - answer.at) if answer.at is not None else 0.0
             read, refused = checked(outcome.samples)
             kept, layout = self._claim(source.name, read, by_time)
             problems = bounded(outcome.errors + refused + layout.invalid)
@@ -181,36 +281,68 @@ class Monitor:
                             "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
         self._ingest_grouped(by_time)
-        result = PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors)
-        for listener in self.listeners:
-            listener(result)
-        return result
+        return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors, stale)
 
-    def _read_all(self) -> list[tuple[Source, Reading | Exception]]:
-        """Every source's reading (or the error it raised), each within the deadline when one is set."""
+    def _stale(self, name: str, status: SourceStatus, started: float, stale: dict[str, float]) -> None:
+        """A source this poll got no reading from: its last values stand, aged; after ``stale_s`` they go."""
+        if status.read_at is None:
+            return
+        status.stale_s = max(0.0, started - status.read_at)
+        if status.stale_s <= self.stale_s:
+            stale[name] = status.stale_s
+            return
+        if name not in self._forgotten:  # absent, not frozen forever at its last value
+            self._forgotten.add(name)
+            layout = self._layouts.get(name)
+            for track in layout.tracks if layout else ():
+                if track is not None:
+                    self._latest.pop(track.key, None)
+
+    def _no_answer(self, name: str, status: SourceStatus, busy_since: float | None,
+                   errors: dict[str, tuple[str, ...]]) -> None:
+        reading_for = "" if busy_since is None else f"; its read has run {_time.monotonic() - busy_since:.1f} s"
+        served = ("" if status.stale_s is None or name in self._forgotten
+                  else f"; its values of {status.stale_s:.0f} s ago are served, marked stale")
+        status.up = False
+        status.last_errors = (f"no answer within the {self.source_deadline_s:g} s source deadline"
+                              f"{reading_for}{served}",)
+        status.errors_total += 1
+        errors[name] = status.last_errors
+        if name not in self._silent:  # once when it goes quiet, not once per scrape
+            self._silent.add(name)
+            log.warning("source %s: %s", name, status.last_errors[0])
+
+    def _read_all(self, started: float) -> list[_Answer]:
+        """Every source's answer: a reading, the error it raised, or (past the deadline) none."""
         if self.source_deadline_s is None:
-            out: list[tuple[Source, Reading | Exception]] = []
+            out: list[_Answer] = []
             for source in self.sources:
                 try:
-                    out.append((source, source.read()))
+                    reading: Reading | Exception = source.read()
                 except (TensorFabricError, OSError) as exc:
-                    out.append((source, exc))
+                    reading = exc
+                out.append(_Answer(source, reading, _time.monotonic()))
             return out
         readers = []
         for source in self.sources:
             reader = self._readers.get(source.name)
             if reader is None or reader.source is not source:
                 reader = self._readers[source.name] = Reader(source)
-            readers.append((source, reader, reader.start()))
-        deadline = _time.monotonic() + self.source_deadline_s
-        results: list[tuple[Source, Reading | Exception]] = []
-        for source, reader, started in readers:
-            if not started:
-                results.append((source, TimeoutError(
-                    f"still reading since an earlier poll (longer than the {self.source_deadline_s:g} s deadline)")))
-                continue
-            results.append((source, reader.wait(max(0.0, deadline - _time.monotonic()), self.source_deadline_s)))
-        return results
+            readers.append((source, reader, reader.begin()))
+        # One deadline for the whole poll: sources are read in parallel, the time filing their readings takes is
+        # kept back from their wait (so a scrape waiting on this poll gets its answer by the deadline), and a read
+        # still running from an earlier poll already had its deadline: it is not waited on again (it is taken
+        # if it answered meanwhile).
+        deadline = started + self.source_deadline_s - min(self._filing_s, self.source_deadline_s / 2)
+        for _, reader, fresh in readers:
+            if fresh:
+                reader.wait(max(0.0, deadline - _time.monotonic()))
+        answers: list[_Answer] = []
+        for source, reader, _ in readers:
+            taken = reader.take()
+            answers.append(_Answer(source, None, reader.busy_since) if taken is None
+                           else _Answer(source, *taken))
+        return answers
 
     def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], _Layout]:
         """Keep the samples of series this source owns; a series is owned by the first source that reported it.
@@ -276,12 +408,14 @@ class Monitor:
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""
-        by_time: Groups = defaultdict(lambda: ([], []))
-        for sample in samples:
-            group = by_time[sample.time]
-            group[0].append(self._tracks.track(sample))
-            group[1].append(sample)
-        return self._ingest_grouped(by_time)
+        with self.lock:
+            by_time: Groups = defaultdict(lambda: ([], []))
+            for sample in samples:
+                group = by_time[sample.time]
+                group[0].append(self._tracks.track(sample))
+                group[1].append(sample)
+            self.generation += 1
+            return self._ingest_grouped(by_time)
 
     def _ingest_grouped(self, by_time: Groups) -> tuple[Alert, ...]:
         for t in sorted(by_time):
@@ -292,7 +426,7 @@ class Monitor:
                 if t - self._expired_at >= self.stale_s / 5:  # a sweep of every series: not on every poll
                     self._expire()
                     self._expired_at = t
-                self.evaluate()
+                self._evaluate()
                 self._evaluated_until = t
         return self.alerts
 
@@ -362,6 +496,11 @@ class Monitor:
 
     def evaluate(self) -> tuple[Alert, ...]:
         """Run every detector on the current history; alerts keep the time they were first seen."""
+        with self.lock:
+            self.generation += 1
+            return self._evaluate()
+
+    def _evaluate(self) -> tuple[Alert, ...]:
         short = Window.from_points(self._fine, end=0.0 if self._newest is None else self._newest)
         found: list[Alert] = []
         for detector in self.detectors:

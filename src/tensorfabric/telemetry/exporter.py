@@ -2,8 +2,9 @@
 
 Nothing is held in prometheus_client's stateful metric objects: each scrape takes a :func:`snapshot` of the
 monitor -- newest sample per series, ``tensorfabric_alert{detector,severity,subject} 1`` for active alerts,
-``tensorfabric_source_up`` / ``tensorfabric_source_errors_total`` per source, counter resets and wraps -- so
-a source that fails is reported while every other source keeps being served. :class:`FabricCollector` plugs
+``tensorfabric_source_up`` / ``tensorfabric_source_stale_seconds`` / ``tensorfabric_source_errors_total`` per
+source, counter resets and wraps -- so a source that fails is reported while every other source keeps being
+served, and one that does not answer keeps its last values, marked stale. :class:`FabricCollector` plugs
 into any prometheus_client registry; the built-in server renders the same snapshot with the cached
 :class:`TextRenderer` (see exposition.py for why). prometheus_client is imported only in this module.
 """
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,7 +33,8 @@ __all__ = ["FabricCollector", "exported_names", "parse_listen", "render", "rende
 log = logging.getLogger(__name__)
 
 _OWN = ("tensorfabric_exporter_info", "tensorfabric_source_recognised_samples",
-        "tensorfabric_alert", "tensorfabric_source_up", "tensorfabric_source_errors_total",
+        "tensorfabric_alert", "tensorfabric_source_up", "tensorfabric_source_stale_seconds",
+        "tensorfabric_source_errors_total",
         "tensorfabric_counter_resets_total", "tensorfabric_poll_samples")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -56,20 +59,22 @@ def _client_family(family: Family) -> Any:
 
 
 class FabricCollector:
-    """Renders a Monitor. With ``poll_on_scrape`` every scrape polls the sources first (no background thread)."""
+    """Renders a Monitor. With ``poll_on_scrape`` every scrape polls the sources first (no background thread);
+    concurrent scrapes share the poll in flight. ``lock``, when given, is held while the snapshot is taken (for
+    a caller that changes the monitor outside ``poll``/``ingest``)."""
 
     def __init__(self, monitor: Monitor, *, poll_on_scrape: bool = False, lock: threading.Lock | None = None) -> None:
         self.monitor = monitor
         self.poll_on_scrape = poll_on_scrape
-        self._lock = lock or threading.Lock()
+        self._lock = lock
 
     def describe(self) -> list[Any]:
         return []  # no fixed description: families depend on what the sources found
 
     def collect(self) -> Iterator[Any]:
-        with self._lock:
-            if self.poll_on_scrape:
-                self.monitor.poll()
+        if self.poll_on_scrape:
+            self.monitor.poll()
+        with self._lock or nullcontext(), self.monitor.lock:
             families = snapshot(self.monitor)
         for family in families:
             yield _client_family(family)
@@ -88,7 +93,8 @@ def render_fast(monitor: Monitor, renderer: TextRenderer, *, poll: bool = False)
     """One scrape through the cached text renderer (what the built-in server sends)."""
     if poll:
         monitor.poll()
-    return renderer.render_monitor(monitor)
+    with monitor.lock:
+        return renderer.render_monitor(monitor)
 
 
 Resolver = Callable[[str, int], list[str]]
@@ -121,16 +127,29 @@ def parse_listen(text: str, *, allow_remote: bool = False, resolve: Resolver = _
     return host, int(port)
 
 
-def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock, *, max_age_s: float | None = None,
-          const_labels: dict[str, str] | None = None, idle_timeout_s: float = 30.0,
+def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock | None = None, *,
+          max_age_s: float | None = None, const_labels: dict[str, str] | None = None, idle_timeout_s: float = 30.0,
           backlog: int = 128) -> tuple[ThreadingHTTPServer, threading.Thread]:
     """Serve ``/metrics`` (GET and HEAD) in a daemon thread; returns (server, thread). Call server.shutdown().
 
-    With ``max_age_s`` a scrape polls the sources itself when the last poll is older than that (collect on
-    scrape, as the Prometheus exporter guide asks: the values are read when Prometheus stamps them, so
-    scrape-to-scrape deltas are the real elapsed time). A busy port raises InputError.
+    With ``max_age_s`` a scrape polls the sources itself when the last poll finished longer ago than that
+    (collect on scrape, as the Prometheus exporter guide asks: the values are read when Prometheus stamps them,
+    so scrape-to-scrape deltas are the real elapsed time). Scrapes never queue for polls of their own: one that
+    arrives while a poll runs waits for that poll (at most the source deadline), and every scrape of one poll's
+    result is sent the same rendered body. ``lock``, when given, is held while rendering (for a caller that
+    changes the monitor outside ``poll``/``ingest``). A busy port raises InputError.
     """
     renderer = TextRenderer(const_labels)
+    rendered: list[tuple[int, bytes]] = []  # (monitor.generation, body) of the last render
+
+    def body() -> bytes:
+        with lock or nullcontext(), monitor.lock:
+            generation = monitor.generation
+            if rendered and rendered[0][0] == generation:
+                return rendered[0][1]
+            text = renderer.render_monitor(monitor)
+            rendered[:] = [(generation, text)]
+            return text
 
     class Handler(BaseHTTPRequestHandler):
         timeout = idle_timeout_s  # a client that connects and says nothing is dropped after this
@@ -139,11 +158,10 @@ def serve(monitor: Monitor, host: str, port: int, lock: threading.Lock, *, max_a
             if self.path.split("?")[0] not in ("/", "/metrics"):
                 self.send_error(404, "only /metrics is served")
                 return None
-            with lock:
-                if max_age_s is not None and (monitor.polled_at is None
-                                              or time.monotonic() - monitor.polled_at >= max_age_s):
-                    monitor.poll()
-                return renderer.render_monitor(monitor)
+            collected = monitor.collected_at
+            if max_age_s is not None and (collected is None or time.monotonic() - collected >= max_age_s):
+                monitor.poll()  # joins the poll in flight, if there is one
+            return body()
 
         def _send(self, head_only: bool) -> None:
             body = self._body()

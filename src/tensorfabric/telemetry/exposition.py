@@ -75,8 +75,14 @@ def _own_families(alerts: Iterable[Alert], status: dict[str, SourceStatus], rese
                                   if st.recognised >= 0)),
         Family("tensorfabric_alert", "gauge", "1 for every active detector alert", ("detector", "severity", "subject"),
                tuple(((a.detector, a.severity, a.subject), 1.0) for a in alerts)),
-        Family("tensorfabric_source_up", "gauge", "1 if the source's last poll read anything", ("source",),
+        Family("tensorfabric_source_up", "gauge",
+               "1 if the source answered its last poll cleanly; 0 when it failed, met errors or gave no answer by "
+               "the deadline (then tensorfabric_source_stale_seconds says how old its served values are)", ("source",),
                tuple(((name,), 1.0 if st.up else 0.0) for name, st in sorted(status.items()))),
+        Family("tensorfabric_source_stale_seconds", "gauge",
+               "Age of the values served for the source when the last poll began: 0 when it answered, else "
+               "seconds since it last did (its last good values stand in until they are forgotten)", ("source",),
+               tuple(((name,), st.stale_s) for name, st in sorted(status.items()) if st.stale_s is not None)),
         Family("tensorfabric_source_errors_total", "counter",
                "Errors met by a source (failed polls, bad files or counters)", ("source",),
                tuple(((name,), float(st.errors_total)) for name, st in sorted(status.items()))),

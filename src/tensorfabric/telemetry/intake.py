@@ -1,10 +1,11 @@
-"""What comes in from a source before the engine files it: each read in its own thread within a deadline,
+"""What comes in from a source before the engine files it: each read in its own thread (one at most per source),
 negative counters and names Prometheus cannot carry refused, and the errors of one poll bounded."""
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Sequence
 from operator import attrgetter
 
@@ -22,37 +23,61 @@ MAX_ERRORS = 20
 
 
 class Reader:
-    """One source read in its own daemon thread, so a source that hangs costs a poll its deadline, never more."""
+    """One source read in its own daemon thread: at most one read in flight per source, never restarted while
+    it runs, and its answer kept until a poll takes it.
+
+    A read that outlives its poll's deadline keeps its thread (Python cannot stop it) but gets no second one:
+    polls that come while it runs start nothing and wait on nothing, so a source that never answers holds one
+    thread for good and costs each poll nothing. A read that answers after its deadline is not lost: the next
+    poll takes that answer when its own fresh read does not answer in time.
+    """
 
     def __init__(self, source: Source) -> None:
         self.source = source
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._done = threading.Event()
-        self._result: Reading | Exception = TimeoutError("not read")
+        self._finished = threading.Event()
+        self._answer: Reading | Exception | None = None
+        self._answered_at = 0.0
+        self.busy_since: float | None = None
+        """``time.monotonic()`` when the read in flight started (None: none in flight)."""
 
-    def start(self) -> bool:
-        """Start a read; False while the previous one is still running (its result will be dropped)."""
-        if self._thread is not None and self._thread.is_alive():
-            return False
-        self._done.clear()
-        self._thread = threading.Thread(target=self._run, name=f"source {self.source.name}", daemon=True)
-        self._thread.start()
-        return True
+    def begin(self) -> bool:
+        """Start a read unless one is in flight; True when this call started it."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return False
+            self._finished = threading.Event()
+            self.busy_since = time.monotonic()
+            self._thread = threading.Thread(target=self._run, args=(self._finished,),
+                                            name=f"source {self.source.name}", daemon=True)
+            self._thread.start()
+            return True
 
-    def _run(self) -> None:
+    def _run(self, finished: threading.Event) -> None:
+        answer: Reading | Exception
         try:
-            self._result = self.source.read()
+            answer = self.source.read()
         except (TensorFabricError, OSError) as exc:
-            self._result = exc
+            answer = exc
         except Exception as exc:  # noqa: BLE001 -- a source bug must cost its own poll only, not the monitor
-            self._result = RuntimeError(f"{type(exc).__name__}: {exc}")
-        finally:
-            self._done.set()
+            answer = RuntimeError(f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            self._answer, self._answered_at = answer, time.monotonic()  # the newest answer wins
+            self.busy_since = None
+        finished.set()
 
-    def wait(self, timeout_s: float, deadline_s: float) -> Reading | Exception:
-        if not self._done.wait(timeout_s):
-            return TimeoutError(f"no answer within the {deadline_s:g} s source deadline")
-        return self._result
+    def wait(self, timeout_s: float) -> bool:
+        """Wait for the read :meth:`begin` started; True when it has answered."""
+        return self._finished.wait(timeout_s)
+
+    def take(self) -> tuple[Reading | Exception, float] | None:
+        """The newest answer no poll has taken yet, with ``time.monotonic()`` when it came (None: no answer)."""
+        with self._lock:
+            if self._answer is None:
+                return None
+            answer, self._answer = self._answer, None
+            return answer, self._answered_at
 
 
 def checked(samples: Sequence[Sample]) -> tuple[Sequence[Sample], tuple[str, ...]]:
