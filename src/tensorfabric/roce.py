@@ -60,7 +60,14 @@ def traffic_class(dscp: int = ROCE_DSCP, ecn: int = ECT0) -> int:
 
 
 TRAFFIC_CLASS = traffic_class()
-"""106: what doRoCE writes as ``NCCL_IB_TC``."""
+"""106, the one ``NCCL_IB_TC`` every part of tensorfabric derives (env, doctor, fabric render and lint, docs).
+
+NCCL copies the value into the GRH traffic class of every QP (``ah_attr.grh.traffic_class``); on RoCE v2 that is
+the IP ToS byte, and mlx5 takes the DSCP from its upper six bits, so 104 and 106 put RoCE in the same lossless
+class. They differ in the low two ECN bits: 104 sends Not-ECT, which a switch may not CE-mark (RED drops or leaves
+it instead), so DCQCN would depend on the NIC rewriting the bits; 106 carries ECT(0) and is ECN-capable as sent.
+106 is also what NVIDIA's doRoCE writes to /etc/nccl.conf, mlnx-tools' ``cma_roce_tos`` default and the
+``UCX_IB_TRAFFIC_CLASS`` the same guides give (shared/reference/lossless-config.md, nccl.md)."""
 
 
 def dscp_of_traffic_class(tclass: int) -> int:

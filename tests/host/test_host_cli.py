@@ -25,7 +25,7 @@ def test_env_formats_and_explain(capsys: pytest.CaptureFixture[str], monkeypatch
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" in capsys.readouterr().out
     assert main(["env", "--sysfs-root", MLX5, "--explain"]) == 0
     out = capsys.readouterr().out
-    assert "# DSCP 26 << 2 = 104" in out and "export NCCL_IB_TC=104" in out
+    assert "# DSCP 26 << 2 | ECT(0) = 106" in out and "export NCCL_IB_TC=106" in out
     monkeypatch.setenv("NCCL_IB_TC", "0")
     assert main(["env", "--sysfs-root", MLX5, "--format", "json", "--rail-optimized"]) == 0
     captured = capsys.readouterr()

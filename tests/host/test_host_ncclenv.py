@@ -16,10 +16,10 @@ from .conftest import SYSFS, write
 def test_env_from_plan_alone() -> None:
     nics = [Nic("eth2", 400e9, "mlx5_0"), Nic("eth3", 400e9, "mlx5_1")]
     assert nccl_env_for_nics(nics) == {
-        "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_IB_TC": "104", "NCCL_IB_ROCE_VERSION_NUM": "2",
+        "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_IB_TC": "106", "NCCL_IB_ROCE_VERSION_NUM": "2",
         "NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_SOCKET_IFNAME": "=eth2,eth3", "GLOO_SOCKET_IFNAME": "eth2"}
     env = nccl_env_for_nics(nics, roce_dscp=24, rail_optimized=True, ports={"mlx5_1": 2}, require_rdma=True)
-    assert env["NCCL_IB_TC"] == "96" and env["NCCL_CROSS_NIC"] == "0" and env["NCCL_NET"] == "IB"
+    assert env["NCCL_IB_TC"] == "98" and env["NCCL_CROSS_NIC"] == "0" and env["NCCL_NET"] == "IB"
     assert env["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:2"
     assert nccl_env_for_nics(nics, ib_tc=106)["NCCL_IB_TC"] == "106"
     assert nccl_env_for_nics([Nic("eth0", 1e9)]) == {"NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0"}

@@ -7,7 +7,8 @@ Rules (NVIDIA/nccl env.rst and troubleshooting guide, see docs/host.md):
   ``mlx5_1`` also selects ``mlx5_10`` .. ``mlx5_19``.
 * NCCL >= 2.21 picks the GID itself; we only pin its choice (``NCCL_IB_ROCE_VERSION_NUM``,
   ``NCCL_IB_ADDR_FAMILY``) and write ``NCCL_IB_GID_INDEX`` only for older NCCL, where nothing else works.
-* ``NCCL_IB_TC = DSCP << 2``: mlx5 programs DSCP = traffic_class >> 2, so DSCP 26 -> 104.
+* ``NCCL_IB_TC = DSCP << 2 | ECT(0)``: mlx5 programs DSCP = traffic_class >> 2, so DSCP 26 -> 106
+  (``roce.TRAFFIC_CLASS`` says why 106 and not 104).
 * ``NCCL_NET_GDR_LEVEL`` is a maximum distance; we stop at PHB because GPUDirect across the inter-socket
   link is usually slower than staging through host memory.
 
@@ -26,6 +27,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.discovery import affinity
 from tensorfabric.host.gids import AddrFamily, preferred_gid, select_gid
+from tensorfabric.host.nccl_judge import judge_ib_tc
 from tensorfabric.host.pci import DISTANCES, Distance, worst
 from tensorfabric.host.records import HostInventory, RdmaPort, RouteChoice
 from tensorfabric.topology import Nic
@@ -92,16 +94,28 @@ def _socket_vars(netdevs: Sequence[str], why: str) -> list[EnvVar]:
                    f"exact name: {netdevs[0]}")]
 
 
+def _same(name: str, user: str, derived: str) -> bool:
+    """Whether the user's value means what the derived one does: a traffic class with the same DSCP is the same
+    lossless class (104 and 106 differ only in the ECN bits), whatever spelling NCCL reads (``0x6a``)."""
+    if user == derived:
+        return True
+    if name != "NCCL_IB_TC":
+        return False
+    tc = judge_ib_tc(user, ())
+    return tc.value is not None and tc.dscp == roce.dscp_of_traffic_class(int(derived))
+
+
 def _tc_var(roce_dscp: int, ib_tc: int | None) -> EnvVar:
     if not 0 <= roce_dscp <= 63:
         raise InputError(f"RoCE DSCP {roce_dscp!r} must be an integer 0..63, e.g. 26")
-    plain = roce.traffic_class(roce_dscp, ecn=0)
+    plain = roce.traffic_class(roce_dscp)
     if ib_tc is None:
-        return EnvVar("NCCL_IB_TC", str(plain), f"DSCP {roce_dscp} << 2 = {plain}: mlx5 programs "
-                      "DSCP = traffic_class >> 2, so RoCE data lands in the lossless class (default 0 is lossy)")
+        return EnvVar("NCCL_IB_TC", str(plain), f"DSCP {roce_dscp} << 2 | ECT(0) = {plain}: mlx5 programs "
+                      "DSCP = traffic_class >> 2, so RoCE data lands in the lossless class (default 0 is lossy), "
+                      "ECN-capable as sent")
     if not 0 <= ib_tc <= 255 or roce.dscp_of_traffic_class(ib_tc) != roce_dscp:
         raise InputError(f"NCCL traffic class {ib_tc!r} must be 0..255 and carry the RoCE DSCP {roce_dscp} in its "
-                         f"upper six bits, e.g. {plain} or {roce.traffic_class(roce_dscp)}")
+                         f"upper six bits, e.g. {plain}")
     return EnvVar("NCCL_IB_TC", str(ib_tc), f"the plan's traffic class {ib_tc} = DSCP {roce_dscp} << 2 | ECN bits "
                   f"{ib_tc & 3}: RoCE data lands in the lossless class (default 0 is lossy)")
 
@@ -211,7 +225,7 @@ def derive_env(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
     kept = {v.name: environ[v.name] for v in out if v.name in environ}
     for var in out:
         user = kept.get(var.name)
-        if user is not None and user != var.value:
+        if user is not None and not _same(var.name, user, var.value):
             findings.append(Finding(
                 "env.user-value-kept", "warning", var.name,
                 f"{var.name}={user!r} is set in the environment; the derived {var.value!r} was not applied",

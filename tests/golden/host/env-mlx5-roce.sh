@@ -1,5 +1,5 @@
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'
-export NCCL_IB_TC=104
+export NCCL_IB_TC=106
 export NCCL_IB_ROCE_VERSION_NUM=2
 export NCCL_IB_ADDR_FAMILY=AF_INET
 export NCCL_SOCKET_IFNAME='=ens1f0np0,ens1f1np1'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tensorfabric import roce
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.discovery import affinity
@@ -56,13 +57,13 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
     ports = ctx.active_roce
     if not ports:
         return
-    want = ctx.roce_dscp << 2
+    want = roce.traffic_class(ctx.roce_dscp)
     raw = ctx.environ.get("NCCL_IB_TC")
     if raw is None and not ctx.environ_complete:
         return  # a log without ENV lines: the job may have set it, and this shell's value says nothing
     evidence: dict[str, object] = {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp, "expected": want,
                                    "global_traffic_class": {p.name: p.traffic_class for p in ports}}
-    fix = f"export NCCL_IB_TC={want} (DSCP {ctx.roce_dscp} << 2; {want + 2} with the ECT(0) bits is equivalent)"
+    fix = f"export NCCL_IB_TC={want} (DSCP {ctx.roce_dscp} << 2 with the ECT(0) bits)"
     if raw is None:
         overrides = {p.traffic_class for p in ports}
         if None not in overrides and all(tc is not None and tc >> 2 == ctx.roce_dscp for tc in overrides):
