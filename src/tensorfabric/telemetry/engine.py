@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 
 _METRIC, _LABELS, _TIME = attrgetter("metric"), attrgetter("labels"), attrgetter("time")
 
+_RESERVE = 0.05
+"""Share of the source deadline a poll always keeps back for filing what it read (the first poll has no
+measure of that time yet)."""
+
 Groups = dict[float, tuple[list[Track], list[Sample]]]
 """Samples to ingest by poll time, each with its Track at the same index (parallel lists rather than one
 (track, sample) tuple per sample: ~9000 fewer allocations per poll for the garbage collector to count)."""
@@ -129,7 +133,8 @@ class Monitor:
         self._silent: set[str] = set()
         self._forgotten: set[str] = set()
         self._filing_s = 0.0
-        """What filing a poll's readings took lately; kept back from the next poll's wait on its sources."""
+        """What filing a poll's readings took lately; kept back from the next poll's wait on its sources (at least
+        ``_RESERVE`` of the deadline, at most half of it)."""
         self.collected_at: float | None = None
         """``time.monotonic()`` when the last poll finished (what a scrape's "fresh enough" is measured from)."""
         self.generation = 0
@@ -333,7 +338,8 @@ class Monitor:
         # kept back from their wait (so a scrape waiting on this poll gets its answer by the deadline), and a read
         # still running from an earlier poll already had its deadline: it is not waited on again (it is taken
         # if it answered meanwhile).
-        deadline = started + self.source_deadline_s - min(self._filing_s, self.source_deadline_s / 2)
+        reserve = min(max(self._filing_s, _RESERVE * self.source_deadline_s), self.source_deadline_s / 2)
+        deadline = started + self.source_deadline_s - reserve
         for _, reader, fresh in readers:
             if fresh:
                 reader.wait(max(0.0, deadline - _time.monotonic()))
