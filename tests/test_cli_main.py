@@ -16,7 +16,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_every_verb_is_registered_and_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert set(VERBS) == {"run", "bench", "doctor", "env", "fabric", "monitor", "simulate", "lab", "model"}
+    assert set(VERBS) == {"run", "bench", "doctor", "env", "fabric", "monitor", "simulate", "lab", "model", "fleet"}
     for verb in VERBS:
         assert main([verb, "--help"]) == 0, verb
         assert "Usage" in capsys.readouterr().out
@@ -108,3 +108,23 @@ def test_deeply_nested_links_yaml_is_bad_input_not_an_internal_error(tmp_path: P
     assert main(["monitor", "--links", str(deep), "--once", "--source", f"sysfs:{sysfs}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--links" in err[0] and "nesting depth" in err[0]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["fabric", "lint", "examples/fabric.yaml"], "give the spec as --fabric FILE"),
+    (["run", "--model", "/etc/passwd"], "is a file, not a model directory"),
+])
+def test_errors_name_the_fix_in_domain_words(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+
+
+def test_a_spec_field_of_the_wrong_kind_says_the_accepted_form(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("switches:\n  - name: leaf1\n    nos: sonic\n    ports: 12\n")
+    assert main(["fabric", "lint", "--fabric", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "switches[0].ports: 12 is not a list; give a YAML list such as [Ethernet0, Ethernet4]" in err
+    assert "Input should be" not in err

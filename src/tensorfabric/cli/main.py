@@ -42,6 +42,7 @@ VERBS: Registry[click.Command] = Registry("verb", lazy={
     "simulate": "tensorfabric.cli.simulate:cli",
     "lab": "tensorfabric.cli.lab:cli",
     "model": "tensorfabric.cli.model:cli",
+    "fleet": "tensorfabric.cli.fleet:cli",
 })
 
 
@@ -128,7 +129,7 @@ def _main(args: list[str]) -> int:
         return 2
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "tensorfabric"
-        click.echo(f"{where}: error: {_one_line(exc.format_message())}", err=True)
+        click.echo(f"{where}: error: {_one_line(exc.format_message())}{_hint(exc)}", err=True)
         return 2
     except click.exceptions.Abort as exc:
         # click turns KeyboardInterrupt (and so Interrupted) into Abort; the signal is its cause.
@@ -166,6 +167,14 @@ def _main(args: list[str]) -> int:
     if result is None:
         return 0
     return int(result)
+
+
+def _hint(exc: click.UsageError) -> str:
+    """A spec file given as an argument: every verb takes it as --fabric FILE (one spelling)."""
+    message = exc.format_message()
+    if "unexpected extra argument" in message and (".yaml" in message or ".yml" in message):
+        return "; give the spec as --fabric FILE"
+    return ""
 
 
 def _is_resolver_error(exc: OSError) -> bool:

@@ -53,9 +53,31 @@ def _message(error: Any) -> str:
         return f"{path}: required field is missing"
     if kind == "extra_forbidden":
         return f"{path}: unknown field"
+    form = _FORMS.get(kind)
+    if form is not None:
+        return f"{path}: {given!r} is not {form[0]}; give {form[1]}"
+    if kind == "literal_error":
+        return f"{path}: {given!r} is not accepted: {error['msg'].replace('Input should be', 'use')}"
     if isinstance(given, dict | list):
         return f"{path}: {error['msg']}"
     return f"{path}: {given!r} is not accepted ({error['msg']})"
+
+
+# pydantic's error types in the words of a spec: what the field holds, and an example of the accepted form
+_FORMS = {
+    "tuple_type": ("a list", "a YAML list such as [Ethernet0, Ethernet4]"),
+    "list_type": ("a list", "a YAML list such as [Ethernet0, Ethernet4]"),
+    "dict_type": ("a mapping", "indented 'key: value' lines"),
+    "model_type": ("a mapping", "indented 'key: value' lines"),
+    "int_type": ("an integer", "a whole number such as 4"),
+    "int_parsing": ("an integer", "a whole number such as 4"),
+    "int_from_float": ("an integer", "a whole number such as 4"),
+    "float_type": ("a number", "a number such as 0.5"),
+    "float_parsing": ("a number", "a number such as 0.5"),
+    "bool_type": ("true or false", "true or false"),
+    "bool_parsing": ("true or false", "true or false"),
+    "string_type": ("text", "a name such as leaf1 (quote it if it looks like a number)"),
+}
 
 
 def _line_of(root: yaml.Node | None, loc: Sequence[int | str]) -> int | None:

@@ -182,6 +182,9 @@ def _config_from_dict(raw: Any, source: str) -> ModelConfig:
 
 def load_config(directory: Path) -> ModelConfig:
     path = Path(directory) / "config.json"
+    if Path(directory).exists() and not Path(directory).is_dir():
+        raise InputError(f"--model {str(directory)!r} is a file, not a model directory; pass the directory holding "
+                         "config.json (a GGUF file is imported first: 'tensorfabric model import-gguf FILE DIR')")
     if not Path(directory).is_dir():
         raise InputError(f"model directory {str(directory)!r} does not exist; make one with "
                          "'tensorfabric model make-tiny DIR' or pass a Hugging Face checkpoint directory")
