@@ -137,3 +137,75 @@ def test_capacity_needs_two_days_before_claiming_a_trend() -> None:
 
 def test_capacity_trend_silent_on_healthy_days() -> None:
     assert _capacity_alerts("healthy", 3) == []
+
+
+# --- evidence age: alerts clear when their evidence stops -------------------------------------------------------------
+
+def test_every_alert_carries_its_evidence_age() -> None:
+    first, _, alerts = _first_poll("storm-tree", "storm-origin")
+    assert first is not None and alerts
+    for alert in alerts:
+        assert alert.evidence["age_s"] == 0.0 and alert.evidence["poll_interval_s"] == 15.0
+        assert alert.evidence["seen_at"] == first * 15.0
+
+
+def test_an_alert_clears_when_the_series_behind_it_stops() -> None:
+    """h1's counters stop arriving (its source ended) while the rest of the fabric keeps reporting: its victim
+    alert holds for two late polls and clears at the third, instead of standing on its last two points for ever."""
+    monitor = Monitor(limits=LIMITS)
+    held: list[int] = []
+    for index, samples in enumerate(trace("victim", polls=22, onset=(ONSET_POLL - 1) * 15.0 + 1.0)):
+        if index >= 14:
+            samples = [s for s in samples if s.labels.get("host") != "h1"]
+        if any(a.detector == "continuous-pause" for a in monitor.ingest(samples)):
+            held.append(index)
+    assert held == list(range(ONSET_POLL, 16)), held  # stopped after poll 13: polls 14 and 15 are late, 16 is gone
+
+
+def test_aged_alerts_stand_for_two_late_polls_then_go() -> None:
+    from tensorfabric.telemetry.detectors.base import aged
+
+    evaluated = [Alert("storm-origin", "critical", "h0 mlx5_0 1 prio 3", 100.0,
+                       {"seen_at": 100.0, "age_s": 0.0, "poll_interval_s": 15.0}),
+                 Alert("made-by-hand", "warning", "x", 100.0, {})]
+    assert [a.evidence["age_s"] for a in aged(evaluated, 30.0)] == [30.0, 30.0]
+    assert aged(aged(evaluated, 30.0), 30.0) == aged(evaluated, 30.0)  # the age is the idle time, not a sum
+    assert [a.detector for a in aged(evaluated, 38.0)] == ["made-by-hand"]
+
+
+@pytest.mark.xfail(strict=True, reason="needs the engine hook: on a poll that brings no new sample, Monitor must "
+                                       "set self.alerts = detectors.base.aged(self.alerts, seconds since the last "
+                                       "poll that brought samples), and keep a source's recognised count when its "
+                                       "reading is empty (engine.py belongs to the scrape-deadline work)")
+def test_a_replay_read_to_its_end_clears_its_alerts_and_is_not_unknown() -> None:
+    import time
+
+    from tensorfabric.telemetry.sources import Reading
+
+    polls = list(trace("storm-tree", polls=14, interval_s=0.05, onset=0.0))
+
+    class Ended:
+        name = "replay:storm"
+
+        def __init__(self) -> None:
+            self.left = list(polls)
+
+        def read(self) -> Reading:
+            return Reading(tuple(self.left.pop(0)) if self.left else ())
+
+    monitor = Monitor([Ended()], limits=LIMITS)  # type: ignore[list-item]
+    for _ in polls:
+        monitor.poll()
+    assert any(a.detector == "storm-origin" for a in monitor.alerts)
+    time.sleep(0.2)  # four of the stream's intervals
+    monitor.poll()
+    assert monitor.alerts == () and monitor.status["replay:storm"].recognised > 0
+
+
+def test_every_detector_writes_its_prometheus_rules() -> None:
+    from tensorfabric.telemetry.rules import Timing
+
+    for detector in load():
+        assert detector.rules is not None, detector.name
+        written = detector.rules(Thresholds(), Timing())
+        assert written and all(r.detector == detector.name for r in written), detector.name

@@ -2,6 +2,12 @@
 
 Detectors are pure functions of a Window. Building one groups samples by series once; the queries below are
 what every detector needs (the latest increase of a counter, over how many intervals, the last gauge value).
+
+Only fresh series are evidence. A series whose newest point lags the window's end by more than
+:data:`STALE_INTERVALS` of its own last interval has stopped (its source ended or lost it): :meth:`Window.series`
+leaves it out, so an alert resting on it clears instead of holding its last verdict for as long as the engine keeps
+the series' last two points. The lag is measured against the series' own interval, so a slow source and a
+fast one, or a replay on its own clock, are each judged by their own pace.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import spec
 from tensorfabric.telemetry.rates import counter_delta
 
-__all__ = ["Labels", "Window", "label_of", "subject_of"]
+__all__ = ["STALE_INTERVALS", "Labels", "Window", "label_of", "subject_of"]
 
 Labels = tuple[tuple[str, str], ...]
 Point = tuple[float, float]
@@ -27,6 +33,18 @@ Point = tuple[float, float]
 _CACHE = 1 << 16
 _LABEL_SETS: dict[Labels, frozenset[tuple[str, str]]] = {}
 _VALUE = itemgetter(1)
+
+STALE_INTERVALS = 2.5
+"""A series that missed this many of its own intervals (measured from its last one) is no longer evidence: two
+late polls are tolerated, a third means the source stopped."""
+
+
+def _fresh(points: list[Point], end: float) -> bool:
+    """Whether a series (time-sorted points) still reports at ``end``; one point says nothing about its pace."""
+    if len(points) < 2:
+        return True
+    last = points[-1][0]
+    return end - last <= STALE_INTERVALS * (last - points[-2][0])
 
 
 @lru_cache(maxsize=_CACHE)
@@ -107,8 +125,12 @@ class Window:
         return set(self._data)
 
     def series(self, metric: str, **match: str) -> Iterator[tuple[Labels, list[Point]]]:
+        """Every fresh series of ``metric`` whose labels include ``match`` (stale ones are not evidence)."""
+        end = self.end
         if not match:
-            yield from self._data.get(metric, {}).items()
+            for labels, points in self._data.get(metric, {}).items():
+                if _fresh(points, end):
+                    yield labels, points
             return
         wanted = set(match.items())
         sets = _LABEL_SETS
@@ -118,8 +140,23 @@ class Window:
                 if len(sets) > _CACHE:
                     sets.clear()
                 have = sets[labels] = frozenset(labels)
-            if wanted <= have:
+            if wanted <= have and _fresh(points, end):
                 yield labels, points
+
+    def stale(self, metric: str) -> list[Labels]:
+        """The series of ``metric`` that stopped reporting (left out of :meth:`series`)."""
+        end = self.end
+        return [labels for labels, points in self._data.get(metric, {}).items() if not _fresh(points, end)]
+
+    def poll_interval(self) -> float:
+        """Seconds between the window's last two poll times (0 with fewer than two): the pace the newest evidence
+        arrived at, which an alert's age is judged against."""
+        if ("poll_interval",) not in self.memo:
+            end = self.end
+            before = max((pts[-2][0] for series in self._data.values() for pts in series.values()
+                          if len(pts) >= 2 and pts[-1][0] == end), default=end)
+            self.memo["poll_interval",] = end - before
+        return float(self.memo["poll_interval",])
 
     def recent_increases(self, metric: str, last: int, **match: str) -> list[tuple[Labels, list[tuple[float, float,
                                                                                                   float]]]]:
@@ -206,7 +243,8 @@ class Window:
         return points[-1][1] if points else None
 
     def with_labels(self, metric: str, base: Labels, **changes: str) -> Labels | None:
-        """The series of ``metric`` whose labels equal ``base`` with ``changes`` applied (or None)."""
+        """The fresh series of ``metric`` whose labels equal ``base`` with ``changes`` applied (or None)."""
         wanted = {**dict(base), **changes}
         key = tuple(sorted(wanted.items()))
-        return key if key in self._data.get(metric, {}) else None
+        points = self._data.get(metric, {}).get(key)
+        return key if points is not None and _fresh(points, self.end) else None

@@ -1,21 +1,33 @@
 """What every detector shares: the Detector record, the thresholds and small helpers over a Window.
 
 Thresholds come from the reference (telemetry.md section 6); those marked "proposal" there need tuning on real
-data, which is why every one of them is a field here rather than a constant in a detector.
+data, which is why every one of them is a field here rather than a constant in a detector. The Prometheus rules
+are generated from the same fields (``telemetry/rules``), so a threshold changed here changes both.
+
+Every alert carries the age of its evidence (``evidence["age_s"]``, seconds since the newest sample it rests on,
+and ``evidence["seen_at"]``, that sample's time). Detectors only read fresh series (see
+:data:`~tensorfabric.telemetry.window.STALE_INTERVALS`), so at detection the age is 0; :func:`aged` grows it while
+no new sample arrives and drops the alert once the evidence has stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from tensorfabric import roce
 from tensorfabric.samples import Alert
-from tensorfabric.telemetry.window import Labels, Window
+from tensorfabric.telemetry.rules.promql import HOST_PRIO, Timing, paused
+from tensorfabric.telemetry.window import STALE_INTERVALS, Labels, Window, label_of
 from tensorfabric.topology import Endpoint
 
-__all__ = ["Detector", "Thresholds", "paused_fractions"]
+if TYPE_CHECKING:
+    from tensorfabric.telemetry.rules.promql import AlertRule
+
+__all__ = ["Detector", "Thresholds", "aged", "held", "held_promql", "paused_fractions", "storm_roots",
+           "storm_roots_promql"]
 
 DAY_S = 86400.0
 
@@ -53,13 +65,54 @@ class Thresholds:
     """Cabling (device = the ``host`` label, port = the ``port`` label) for the deadlock cycle check."""
 
 
+Detect = Callable[[Window, Thresholds], list[Alert]]
+
+
+def _dated(detect: Detect) -> Detect:
+    """``detect`` with the evidence's time and age (0: it rests on this window's newest poll) in every alert."""
+
+    def run(window: Window, limits: Thresholds) -> list[Alert]:
+        found = detect(window, limits)
+        if not found:
+            return found
+        stamp = {"seen_at": window.end, "age_s": 0.0, "poll_interval_s": window.poll_interval()}
+        return [Alert(a.detector, a.severity, a.subject, a.since, {**a.evidence, **stamp}, a.recommendation)
+                for a in found]
+
+    run.__wrapped__ = detect  # type: ignore[attr-defined]
+    return run
+
+
+def aged(alerts: Iterable[Alert], idle_s: float) -> tuple[Alert, ...]:
+    """The alerts of the last evaluation still standing ``idle_s`` seconds after it (no sample arrived since), each
+    with its evidence's age (``idle_s``: calling it again with a longer idle time is not cumulative).
+
+    An alert whose evidence missed more than :data:`STALE_INTERVALS` of the pace it arrived at
+    (``evidence["poll_interval_s"]``) is dropped: the source that showed it ended or stopped answering, and a
+    verdict nothing supports any more must resolve (a replay read to its end must not fire for ever). Alerts
+    without an interval (made outside a Detector) keep standing. This is what the engine applies on a poll that
+    brought no new sample, when it cannot run the detectors on anything new.
+    """
+    out: list[Alert] = []
+    for alert in alerts:
+        interval = float(alert.evidence.get("poll_interval_s", 0.0) or 0.0)
+        age = max(idle_s, 0.0)
+        if interval > 0 and age > STALE_INTERVALS * interval:
+            continue
+        out.append(Alert(alert.detector, alert.severity, alert.subject, alert.since,
+                         {**alert.evidence, "age_s": round(age, 3)}, alert.recommendation))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Detector:
-    """A named pure function from a window of samples to alerts. ``lookback_s`` is how much history it reads."""
+    """A named pure function from a window of samples to alerts. ``lookback_s`` is how much history it reads.
+
+    ``detect`` is the module's function with the evidence's time and age added to every alert's evidence."""
 
     name: str
     lookback_s: float
-    detect: Callable[[Window, Thresholds], list[Alert]]
+    detect: Detect
     long_metrics: tuple[str, ...] = ()
     """Metrics this detector needs beyond the short window (kept downsampled by the engine)."""
     long_series: Callable[[Labels, Thresholds], bool] | None = None
@@ -67,6 +120,13 @@ class Detector:
     since two weeks of points for series nobody reads cost memory and garbage-collector time on every poll."""
     every_s: float = 0.0
     """Re-run at most this often (a trend over days does not change between 15-second polls)."""
+    rules: Callable[[Thresholds, Timing], tuple[AlertRule, ...]] | None = None
+    """Its Prometheus alerting rules, written from the same thresholds beside the Python that judges them (the
+    rules package renders them into ``roce.rules.yml``)."""
+
+    def __post_init__(self) -> None:
+        if not hasattr(self.detect, "__wrapped__"):
+            object.__setattr__(self, "detect", _dated(self.detect))
 
 
 def paused_fractions(window: Window, direction: str, intervals: int = 1) -> list[tuple[Labels, float]]:
@@ -92,3 +152,37 @@ def paused_fractions(window: Window, direction: str, intervals: int = 1) -> list
 @lru_cache(maxsize=1 << 16)  # pure, and detectors ask it for the same label tuples on every poll
 def without(labels: Labels, *keys: str) -> Labels:
     return tuple((k, v) for k, v in labels if k not in keys)
+
+
+# A storm is a tree: its root pauses its peer without being paused itself. A device with a port held by its peer
+# on a priority relays that pause (or is deadlocked) on the priority; it is not a root. pause-storm, storm-origin
+# and deadlock share these two definitions, in Python and in PromQL.
+
+def held(window: Window, limits: Thresholds) -> set[tuple[str, str]]:
+    """(host, priority) pairs with a port paused by its peer at least ``origin_victim_rx_fraction`` of the last
+    interval."""
+    key = ("held", limits.origin_victim_rx_fraction)
+    found = window.memo.get(key)
+    if found is None:
+        found = window.memo[key] = {(label_of(k, "host") or "", label_of(k, "priority") or "")
+                                    for k, f in paused_fractions(window, "rx")
+                                    if f >= limits.origin_victim_rx_fraction}
+    return set(found)
+
+
+def storm_roots(window: Window, limits: Thresholds) -> list[tuple[Labels, float]]:
+    """TX pause series at or above ``storm_tx_fraction`` on a (host, priority) that is not :func:`held`."""
+    holding = held(window, limits)
+    return [(k, f) for k, f in paused_fractions(window, "tx") if f >= limits.storm_tx_fraction
+            and (label_of(k, "host") or "", label_of(k, "priority") or "") not in holding]
+
+
+def held_promql(limits: Thresholds, timing: Timing) -> str:
+    """:func:`held` in PromQL: one series per (exporter, host, priority) that is held."""
+    return f'max by ({HOST_PRIO}) ({paused("rx", timing)}) >= {limits.origin_victim_rx_fraction:g}'
+
+
+def storm_roots_promql(limits: Thresholds, timing: Timing) -> str:
+    """:func:`storm_roots` in PromQL."""
+    return (f'{paused("tx", timing)} >= {limits.storm_tx_fraction:g}\n'
+            f'  unless on ({HOST_PRIO})\n{held_promql(limits, timing)}')

@@ -18,9 +18,10 @@ from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import DAY_S, Detector, Thresholds
 from tensorfabric.telemetry.metrics import spec
 from tensorfabric.telemetry.rates import counter_delta
+from tensorfabric.telemetry.rules.promql import PRIO_PORT, AlertRule, Timing, duration
 from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
-__all__ = ["DETECTOR", "buckets", "detect", "seasonal_slope"]
+__all__ = ["DETECTOR", "buckets", "detect", "rules", "seasonal_slope"]
 
 
 def buckets(window: Window, labels: Labels, step_s: float) -> dict[int, float]:
@@ -114,5 +115,29 @@ def _reads(labels: Labels, limits: Thresholds) -> bool:
     return label_of(labels, "direction") == "rx" and (label_of(labels, "priority") or "") in limits.lossless_priorities
 
 
+def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
+    hourly = f'roce:pfc_paused_fraction:rate1h{{direction="rx", priority=~"{"|".join(limits.lossless_priorities)}"}}'
+    budget = f"{limits.capacity_budget_fraction:g}"
+    history = duration(limits.capacity_min_history_s)
+    return (
+        AlertRule("RocePauseBudgetForecast",
+                  f"predict_linear({hourly}[{history}], {limits.capacity_horizon_s:.0f}) > {budget}\n"
+                  f"  and on ({PRIO_PORT})\n"
+                  f"(time() - min_over_time(timestamp({hourly})[{history}:1h])\n"
+                  f"  > {0.75 * limits.capacity_min_history_s:.0f})",
+                  "warning", "capacity-trend",
+                  "{{ $labels.host }} {{ $labels.port }}: paused share forecast over the "
+                  f"{limits.capacity_budget_fraction:.0%} budget within {limits.capacity_horizon_s / DAY_S:g} days",
+                  for_s=3600.0,
+                  recommendation="Hot ports only -> rebalance TP/PP placement or ECMP; fabric-wide -> resize the "
+                                 "topology.",
+                  comment="a long extrapolation of a young series amplifies its start-up noise: it needs three "
+                          "quarters of the detector's minimum history"),
+        AlertRule("RocePauseOverBudget", f"{hourly} > {budget}", "critical", "capacity-trend",
+                  "{{ $labels.host }} {{ $labels.port }}: paused {{ $value | humanizePercentage }} over the last hour",
+                  for_s=1800.0),
+    )
+
+
 DETECTOR = Detector("capacity-trend", 14 * DAY_S, detect, long_metrics=("roce_pfc_paused_seconds_total",),
-                    every_s=3600.0, long_series=_reads)
+                    every_s=3600.0, long_series=_reads, rules=rules)

@@ -13,10 +13,17 @@ from collections import defaultdict
 from functools import lru_cache
 
 from tensorfabric.samples import Alert
-from tensorfabric.telemetry.detectors.base import Detector, Thresholds, paused_fractions
-from tensorfabric.telemetry.window import Labels, Window, subject_of
+from tensorfabric.telemetry.detectors.base import (
+    Detector,
+    Thresholds,
+    paused_fractions,
+    storm_roots,
+    storm_roots_promql,
+)
+from tensorfabric.telemetry.rules.promql import FABRIC_PRIO, HOST_PRIO, AlertRule, Timing, moved, paused
+from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
-__all__ = ["DETECTOR", "detect", "find_cycle"]
+__all__ = ["DETECTOR", "FORWARDED", "detect", "find_cycle", "rules"]
 
 
 def _stuck(window: Window, labels: Labels) -> bool:
@@ -66,27 +73,15 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     rx = [labels for labels, f in paused_fractions(window, "rx") if f >= limits.deadlock_fraction]
     tx_series = {_where(labels) for labels, _ in window.series("roce_pfc_paused_seconds_total", direction="tx")}
     tx = {_where(labels) for labels, f in paused_fractions(window, "tx") if f >= limits.deadlock_fraction}
-    held = [labels for labels in rx if _stuck(window, labels)]
+    held_ports = [labels for labels in rx if _stuck(window, labels)]
     if not limits.links:
-        # without cabling: devices held both ways (a stuck port paused by its peer, and a port pausing its own
-        # peer) and no storm root anywhere -- the same test the Prometheus rule makes
-        held_by = {(_where(k)[0], _where(k)[2]) for k in held}
-        pausing = {(host, prio) for host, _, prio in tx}
-        devices = sorted(held_by & pausing)
-        held_hosts = {host for host, _ in held_by}
-        roots = [h for h, _, _ in tx if h not in held_hosts]
-        if len(devices) < 2 or roots:
-            return []
-        return [Alert("deadlock", "warning", f"{len(devices)} devices held both ways", window.end,
-                      {"devices": [f"{h} prio {p}" for h, p in devices], "cycle": "unconfirmed"},
-                      "Possible deadlock: give the cabling (monitor --links) to confirm a cycle; meanwhile "
-                      "check for bounce routes and lossless flooding.")]
+        return _suspected(window, limits, held_ports, tx)
     peers: dict[tuple[str, str], tuple[str, str]] = {}
     for a, b in limits.links:
         peers[(a.device, a.port)] = (b.device, b.port)
         peers[(b.device, b.port)] = (a.device, a.port)
     graphs: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for labels in held:
+    for labels in held_ports:
         host, port, priority = _where(labels)
         peer = peers.get((host, port))
         if peer is None:
@@ -101,11 +96,68 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
         if cycle:
             alerts.append(Alert("deadlock", "critical", f"cycle {' -> '.join(cycle)} prio {priority}", window.end,
                                 {"cycle": cycle, "priority": priority, "paused_ports": sorted(
-                                    subject_of(k) for k in held if _where(k)[2] == priority)},
+                                    subject_of(k) for k in held_ports if _where(k)[2] == priority)},
                                 "Break the cycle: drain one link of the loop or let the PFC watchdog drop on one "
                                 "member, then remove the routing that bounces lossless traffic (up-down-up "
                                 "paths after link failures, flooding of lossless packets)."))
     return alerts
 
 
-DETECTOR = Detector("deadlock", 120.0, detect)
+
+def _suspected(window: Window, limits: Thresholds, held_ports: list[Labels],
+               tx: set[tuple[str, str, str]]) -> list[Alert]:
+    """Without cabling: per priority, devices held both ways (a stuck port paused by its peer, and a port pausing its
+    own peer) -- two or more of them and no storm root on the priority (:func:`~.base.storm_roots`) -- the same
+    test the Prometheus rule makes."""
+    held_by = {(_where(k)[0], _where(k)[2]) for k in held_ports}
+    pausing = {(host, prio) for host, _, prio in tx}
+    rooted = {label_of(k, "priority") or "" for k, _ in storm_roots(window, limits)}
+    alerts: list[Alert] = []
+    for priority in sorted({p for _, p in held_by & pausing}):
+        devices = sorted(h for h, p in held_by & pausing if p == priority)
+        if len(devices) < 2 or priority in rooted:
+            continue
+        alerts.append(Alert("deadlock", "warning", f"{len(devices)} devices held both ways prio {priority}",
+                            window.end, {"devices": [f"{h} prio {priority}" for h in devices], "cycle": "unconfirmed",
+                                         "priority": priority},
+                            "Possible deadlock: give the cabling (monitor --links) to confirm a cycle; meanwhile "
+                            "check for bounce routes and lossless flooding."))
+    return alerts
+
+
+FORWARDED = ("deadlock", "critical")
+"""The one verdict PromQL cannot reach (a confirmed cycle needs the cabling): the exporter's ``tensorfabric_alert``
+carries it to Prometheus, every other verdict has its own rule."""
+
+
+def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
+    # the queue a port's priority drains into: label_replace(queue -> priority) to join it to the pause series
+    def queue(term: str) -> str:
+        return f'label_replace({term}, "priority", "$1", "queue", "(.*)")'
+
+    stuck_rx = (f'max by ({HOST_PRIO}) (\n    {paused("rx", timing)} >= {limits.deadlock_fraction:g}\n'
+                f'      unless on (cluster, job, instance, host, port, priority)\n'
+                f'    {queue(moved("roce_queue_packets_total", timing) + " > 0")}\n'
+                f'      unless on (cluster, job, instance, host, port, priority)\n'
+                f'    {queue("roce_queue_occupancy_bytes <= 0")}\n  )')
+    pausing = f'max by ({HOST_PRIO}) ({paused("tx", timing)} >= {limits.deadlock_fraction:g})'
+    roots = storm_roots_promql(limits, timing).replace("\n", "\n    ")
+    return (
+        AlertRule("RocePfcDeadlockSuspected",
+                  f"count by ({FABRIC_PRIO}) (\n  {stuck_rx}\n    and on ({HOST_PRIO})\n  {pausing}\n)"
+                  f" >= 2\n  unless on ({FABRIC_PRIO})\ncount by ({FABRIC_PRIO}) (\n    {roots}\n)",
+                  "warning", "deadlock",
+                  "{{ $value }} devices held both ways with no dequeue on priority {{ $labels.priority }}",
+                  recommendation="Confirm the cycle (tensorfabric monitor --links) and break it by draining one link.",
+                  comment="devices held both ways: a port paused with nothing dequeued, and a port pausing its own "
+                          "peer; two or more and no storm root is a suspected cyclic buffer dependency (confirming "
+                          "it needs the cabling: monitor --links, forwarded as tensorfabric_alert)"),
+        AlertRule("TensorfabricDeadlockCycle",
+                  f'tensorfabric_alert{{detector="{FORWARDED[0]}", severity="{FORWARDED[1]}"}} == 1',
+                  "critical", FORWARDED[0], "{{ $labels.subject }}: PFC deadlock cycle confirmed with the cabling",
+                  recommendation="Break the cycle: drain one link of the loop or let the PFC watchdog drop on one "
+                                 "member, then remove the routing that bounces lossless traffic."),
+    )
+
+
+DETECTOR = Detector("deadlock", 120.0, detect, rules=rules)

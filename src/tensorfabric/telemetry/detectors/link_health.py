@@ -6,9 +6,10 @@ from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
 from tensorfabric.telemetry.metrics import spec
 from tensorfabric.telemetry.rates import counter_delta
+from tensorfabric.telemetry.rules.promql import PORT, AlertRule, Timing, moved
 from tensorfabric.telemetry.window import Point, Window, subject_of
 
-__all__ = ["DETECTOR", "detect"]
+__all__ = ["DETECTOR", "detect", "rules"]
 
 _RESEAT = "Clean or reseat the optics, then replace cable/transceiver; take the link out of ECMP meanwhile."
 
@@ -93,4 +94,23 @@ def _step(points: list[Point], i: int, wrap: float | None) -> float:
     return v1 - v0 if v1 >= v0 else counter_delta(v0, v1, wrap)[0]
 
 
-DETECTOR = Detector("link-health", 1500.0, detect)
+def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
+    return (
+        AlertRule("RoceLinkUncorrectedErrors", f"{moved('roce_phy_uncorrected_symbols_total', timing)} > 0",
+                  "critical", "link-health", "{{ $labels.host }} {{ $labels.device }}: FEC cannot correct errors, "
+                                             "traffic lost"),
+        AlertRule("RoceLinkFlap", f"{moved('roce_link_down_events_total', timing)} > 0", "warning", "link-health",
+                  "{{ $labels.host }} {{ $labels.device }}: link went down"),
+        AlertRule("RoceLinkSymbolErrors", f"{moved('roce_phy_symbol_errors_total', timing)} > 0", "warning",
+                  "link-health", "{{ $labels.host }} {{ $labels.device }}: symbol errors on the link"),
+        AlertRule("RoceLinkCrcErrors", f"{moved('roce_phy_crc_errors_total', timing)} > 0", "warning",
+                  "link-health", "{{ $labels.host }} {{ $labels.device }}: FCS (CRC) errors on the link"),
+        AlertRule("RoceLinkCorrectedBerHigh",
+                  f"{moved('roce_phy_corrected_bit_errors_total', timing)}\n  / on ({PORT})\n"
+                  f"{moved('roce_phy_received_bit_count_total', timing)} > {limits.corrected_ber_max:g}",
+                  "warning", "link-health",
+                  '{{ $labels.host }} {{ $labels.device }}: corrected BER {{ printf "%.3g" $value }}', for_s=600.0),
+    )
+
+
+DETECTOR = Detector("link-health", 1500.0, detect, rules=rules)

@@ -12,11 +12,12 @@ from functools import lru_cache
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
+from tensorfabric.telemetry.rules.promql import AlertRule, Timing, moved
 from tensorfabric.telemetry.window import Labels, Window, label_of, subject_of
 
-__all__ = ["DETECTOR", "detect"]
+__all__ = ["DETECTOR", "detect", "lossless_queue", "rules"]
 
-_MIXED_CLASSES = {"port", "eth_no_buffer", "eth_wred"}
+_MIXED_CLASSES = ("port", "eth_no_buffer", "eth_wred")
 """Discard reasons that mix every traffic class (port-level totals) or count Ethernet, not RoCE, receive drops."""
 
 
@@ -61,4 +62,26 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     return alerts
 
 
-DETECTOR = Detector("lossless-loss", 120.0, detect)
+def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
+    classes = "|".join(["", *limits.lossless_priorities])
+    discards = (f'roce_discards_total{{reason!~"{"|".join(_MIXED_CLASSES)}", priority=~"{classes}", '
+                f'queue=~"{classes}"}}')
+    return (
+        AlertRule("RoceLosslessDiscards", f"{moved(discards, timing)} > 0", "critical", "lossless-loss",
+                  "{{ $labels.host }} {{ $labels.port }} drops lossless packets ({{ $labels.reason }})",
+                  comment="reasons port and eth_* mix every class or count Ethernet drops"),
+        AlertRule("RoceRetriesExceeded", f"{moved('roce_retries_exceeded_total', timing)} > 0", "critical",
+                  "lossless-loss", "{{ $labels.host }} {{ $labels.device }}: QPs exhausted {{ $labels.kind }} retries"),
+        AlertRule("RoceRetransmissionsAboveBaseline",
+                  f"{moved('roce_retransmissions_total', timing)} > {limits.retrans_baseline_per_s:g}", "warning",
+                  "lossless-loss", "{{ $labels.host }} {{ $labels.device }}: {{ $labels.kind }} at {{ $value }}/s"),
+    )
+
+
+def lossless_queue(labels: Labels, limits: Thresholds) -> bool:
+    """Whether a discard series counts lossless traffic (its priority or queue is a lossless one, and its reason
+    does not mix every class)."""
+    return _lossless(labels, limits)
+
+
+DETECTOR = Detector("lossless-loss", 120.0, detect, rules=rules)

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import Detector, Thresholds
+from tensorfabric.telemetry.rules.promql import AlertRule, Timing, duration, moved
 from tensorfabric.telemetry.window import Window, subject_of
 
-__all__ = ["DETECTOR", "detect"]
+__all__ = ["DETECTOR", "detect", "rules"]
 
 
 def detect(window: Window, limits: Thresholds) -> list[Alert]:
     alerts: list[Alert] = []
     stormed: set[str] = set()
-    for labels, _ in window.series("roce_pfcwd_storms_detected_total"):
-        got = window.increase("roce_pfcwd_storms_detected_total", labels)
-        if got and got[0] > 0:
+    for labels, increase, _ in window.last_increases("roce_pfcwd_storms_detected_total"):
+        if increase > 0:
             stormed.add(subject_of(labels, "queue"))
     for labels, _ in window.series("roce_pfcwd_stormed"):
         if window.last("roce_pfcwd_stormed", labels) == 1.0:
@@ -38,4 +38,17 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
     return alerts
 
 
-DETECTOR = Detector("pfc-watchdog", 1500.0, detect)
+def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
+    return (
+        AlertRule("RoceSwitchPfcWatchdogStorm",
+                  f"{moved('roce_pfcwd_storms_detected_total', timing)} > 0 or roce_pfcwd_stormed == 1",
+                  "critical", "pfc-watchdog",
+                  "{{ $labels.host }} {{ $labels.port }} queue {{ $labels.queue }}: PFC watchdog stormed"),
+        AlertRule("RoceSwitchPfcWatchdogFlapping",
+                  f"increase(roce_pfcwd_storms_restored_total[{duration(limits.flap_window_s)}]) > "
+                  f"{limits.flap_restores:g}", "warning", "pfc-watchdog",
+                  "{{ $labels.host }} {{ $labels.port }} queue {{ $labels.queue }}: watchdog flapping storm/restore"),
+    )
+
+
+DETECTOR = Detector("pfc-watchdog", 1500.0, detect, rules=rules)
