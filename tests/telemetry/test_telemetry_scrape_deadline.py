@@ -124,6 +124,36 @@ def test_a_late_answer_is_taken_by_the_next_poll_and_a_long_silence_is_forgotten
         dead.release.set()
 
 
+class _Scripted:
+    """Read n sleeps ``durations[n - 1]`` seconds, then answers n."""
+
+    name = "scripted"
+
+    def __init__(self, clock: PollClock, durations: list[float]) -> None:
+        self._clock, self._durations, self.reads = clock, durations, 0
+
+    def read(self) -> Reading:
+        self.reads += 1
+        time.sleep(self._durations[self.reads - 1])
+        return Reading((Sample(self._clock(), "roce_cnp_sent_total", "counter", float(self.reads),
+                               {"host": "h0", "device": "mlx5_0", "port": "1"}, self.name),))
+
+
+def test_a_source_slower_than_the_deadline_is_read_in_the_background_until_it_is_quick_again() -> None:
+    clock = PollClock()
+    source = _Scripted(clock, [0.0, DEADLINE_S * 2, DEADLINE_S * 0.75, DEADLINE_S * 0.25, 0.0])
+    monitor = Monitor([source], clock=clock, source_deadline_s=DEADLINE_S)
+    assert [s.value for s in monitor.poll().samples] == [1.0]
+    assert not monitor.poll().samples  # read 2 outlives the deadline
+    time.sleep(DEADLINE_S * 2)
+    # read 2 took longer than the deadline: read 3 starts but is not waited on; read 2's late answer is served
+    assert [s.value for s in monitor.poll().samples] == [2.0]
+    time.sleep(DEADLINE_S)
+    # read 3 was quick: read 4 is waited on again, and its answer is this poll's
+    assert [s.value for s in monitor.poll().samples] == [4.0]
+    assert source.reads == 4
+
+
 def test_concurrent_polls_share_one_collection() -> None:
     clock = PollClock()
     slow = _Source("slow", clock, good=0, after="slow", slow_s=DEADLINE_S / 2)

@@ -3,7 +3,8 @@
 A poll is single-flight: a caller that arrives while another thread's poll runs waits for that poll and gets its
 result (concurrent scrapes share one collection instead of queueing for one each). With a source deadline every
 source is read in its own thread, all under one deadline; a source that does not answer in time keeps its last
-values, which are served marked stale (``SourceStatus.stale_s``) until ``stale_s`` has passed.
+values, which are served marked stale (``SourceStatus.stale_s``) until ``stale_s`` has passed, and is read in
+the background (not waited on) until one of its reads is quick again: a dead source costs one poll its deadline.
 
 History is kept at two resolutions. Every series keeps its full-resolution points for the longest short
 lookback (25 minutes by default: the watchdog-flap and link-flap windows). The series a long-horizon detector
@@ -124,8 +125,9 @@ class Monitor:
         self.source_deadline_s = source_deadline_s
         """With a deadline every source is read in its own thread and a poll takes at most about this long: its
         sources are waited on for the deadline less the time filing their readings takes; a source still busy
-        from an earlier poll is neither restarted nor waited on, and its last values are served stale (None:
-        read one after another in the polling thread)."""
+        from an earlier poll is neither restarted nor waited on, one whose last read outlived the deadline is
+        read without being waited on until a read of it is quick again, and a source with no answer has its last
+        values served stale (None: read one after another in the polling thread)."""
         self.lock = threading.RLock()
         """Held while a poll files its readings and while a scrape renders; never while sources are read."""
         self._flight_lock = threading.Lock()
@@ -333,7 +335,10 @@ class Monitor:
             reader = self._readers.get(source.name)
             if reader is None or reader.source is not source:
                 reader = self._readers[source.name] = Reader(source)
-            readers.append((source, reader, reader.begin()))
+            # a source whose last read outlived the deadline is read in the background: its fresh read starts
+            # but is not waited on (taken by a later poll), so a dead source costs one poll its deadline, once
+            slow = reader.last_took_s is not None and reader.last_took_s > self.source_deadline_s
+            readers.append((source, reader, reader.begin() and not slow))
         # One deadline for the whole poll: sources are read in parallel, the time filing their readings takes is
         # kept back from their wait (so a scrape waiting on this poll gets its answer by the deadline), and a read
         # still running from an earlier poll already had its deadline: it is not waited on again (it is taken

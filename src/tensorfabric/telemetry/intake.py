@@ -41,6 +41,8 @@ class Reader:
         self._answered_at = 0.0
         self.busy_since: float | None = None
         """``time.monotonic()`` when the read in flight started (None: none in flight)."""
+        self.last_took_s: float | None = None
+        """How long the last finished read took (None: none finished yet)."""
 
     def begin(self) -> bool:
         """Start a read unless one is in flight; True when this call started it."""
@@ -64,6 +66,8 @@ class Reader:
             answer = RuntimeError(f"{type(exc).__name__}: {exc}")
         with self._lock:
             self._answer, self._answered_at = answer, time.monotonic()  # the newest answer wins
+            if self.busy_since is not None:
+                self.last_took_s = self._answered_at - self.busy_since
             self.busy_since = None
         finished.set()
 
