@@ -24,7 +24,7 @@ from tensorfabric.errors import ParseError
 from tensorfabric.fabric.parsers._common import Block
 from tensorfabric.intake import Line, ReadReport, Tally, Text, normalise
 
-__all__ = ["Reading", "TemplateError", "bare", "config_lines", "reading", "tail_open"]
+__all__ = ["Marker", "Reading", "TemplateError", "bare", "config_lines", "markers", "reading", "tail_open"]
 
 WHAT = "a switch or host QoS configuration"
 
@@ -122,6 +122,15 @@ class Reading:
             return None
         match = _CONFIG_PROMPT.match(self.raw[line.number - 1][:4096])
         return (match[1], match[2].strip()) if match else None
+
+
+Marker = tuple[str, "re.Pattern[str]"]
+"""A dialect marker for detection: what it is called in the detection line, and the pattern that finds it."""
+
+
+def markers(*pairs: tuple[str, str]) -> tuple[Marker, ...]:
+    """A dialect's detection markers, compiled once: ``markers(("qos map dscp-tc", r"^qos map dscp-tc\b"), ...)``."""
+    return tuple((name, re.compile(pattern)) for name, pattern in pairs)
 
 
 def bare(exc: ParseError) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
-from tensorfabric.fabric.parsers._read import Reading, bare
+from tensorfabric.fabric.parsers._read import Reading, bare, markers
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -33,7 +33,7 @@ NAME = "Cumulus traffic.conf"
 SUFFIXES = (".traffic_conf",)
 EXPECTED = ("Cumulus datapath 'key = value' lines (traffic.cos_N.priority_source.dscp, pfc.port_group_list, "
             "ecn_red.port_group_list, priority_group.*)")
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("traffic.packet_priority_source_set", r"^\s*#?\s*traffic\.packet_priority_source_set\s*="),
     ("traffic.cos_N.priority_source", r"^\s*#?\s*traffic\.cos_\d\.priority_source\."),
     ("pfc.port_group_list", r"^\s*#?\s*pfc\.port_group_list\s*="),
@@ -42,7 +42,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("priority_group.*", r"^\s*#?\s*priority_group\.\w+\.(?:cos_list|weight)\s*="),
     ("default_egress_sched.*", r"^\s*default_egress_sched\.cos_\d"),
     ("link_pause.*", r"^\s*#?\s*link_pause\.[\w.-]+\s*="),
-))
+)
 _LINE = re.compile(r"^([A-Za-z0-9_.-]+)[ \t]*=[ \t]*(.*)$")
 _PORT = re.compile(r"^([a-z]+\d*s|[a-z]+)(\d+)(?:-(?:[a-z]+\d*s|[a-z]+)?(\d+))?$")
 _PREFIXES = ("traffic.", "pfc.", "ecn_red.", "priority_group.", "default_egress_sched.", "link_pause.", "scheduling.")

@@ -16,7 +16,6 @@ it is read. A map or policy an interface names but the text does not define leav
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from tensorfabric import units
@@ -32,7 +31,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
-from tensorfabric.fabric.parsers._read import Reading, config_lines, tail_open
+from tensorfabric.fabric.parsers._read import Reading, config_lines, markers, tail_open
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -41,7 +40,7 @@ NAME = "Dell Enterprise SONiC CLI"
 SUFFIXES = (".dellsonic",)
 EXPECTED = ("Dell Enterprise SONiC CLI QoS statements (qos map dscp-tc, qos wred-policy, qos scheduler-policy, "
             "interface Eth1/1 with qos-map and priority-flow-control priority N)")
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("qos map dscp-tc|tc-queue|tc-pg|...", r"^\s*qos map (?:dscp-tc|dot1p-tc|tc-queue|tc-pg|pfc-priority-queue|"
                                           r"pfc-priority-pg)\b"),
     ("qos-map (interface)", r"^\s*qos-map (?:dscp-tc|dot1p-tc|tc-queue|tc-pg|pfc-priority-queue|pfc-priority-pg)\b"),
@@ -56,7 +55,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("interface Eth1/1", r"^\s*interface Eth\d"),
     ("dscp N traffic-class N", r"^\s*dscp [\d,-]+ traffic-class \d"),
     ("Dell prompt mode", r"\(conf-(?:qos|sched|if-Eth|dscp|tc|wred)"),
-))
+)
 _MAPS = ("dscp-tc", "dot1p-tc", "tc-queue", "tc-pg", "pfc-priority-queue", "pfc-priority-pg")
 # Statements that open a top-level block, for pastes that lost their indentation.
 _TOP = frozenset({"interface", "qos", "hostname", "hardware", "line", "router", "vrf", "vlan", "username", "ntp",

@@ -35,7 +35,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_float,
     parse_int,
 )
-from tensorfabric.fabric.parsers._read import Reading, config_lines, tail_open
+from tensorfabric.fabric.parsers._read import Reading, config_lines, markers, tail_open
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "default_dscp_map", "read"]
 
@@ -44,7 +44,7 @@ NAME = "EOS"
 SUFFIXES = (".eos",)
 EXPECTED = ("Arista EOS QoS statements (qos map dscp ... to traffic-class, qos profile, priority-flow-control "
             "priority N no-drop, uc-tx-queue/tx-queue, interface)")
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("qos map dscp ... to traffic-class", r"^\s*qos map dscp [\d ]+to traffic-class\b"),
     ("qos map traffic-class", r"^\s*qos map traffic-class \d"),
     ("qos profile", r"^\s*qos profile \S"),
@@ -57,7 +57,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("random-detect ecn", r"^\s*random-detect ecn\b"),
     ("priority strict", r"^\s*priority strict\s*$"),
     ("EOS prompt mode", r"\(config-(?:qos-profile|if-Et)"),
-))
+)
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
 _SPEED = re.compile(r"^(?:forced\s+)?(\d{1,4}(?:\.\d{1,3})?[gm])(?:-\d{1,2}|full|half)?$")
 

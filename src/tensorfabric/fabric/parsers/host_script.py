@@ -23,7 +23,7 @@ from typing import Literal
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
-from tensorfabric.fabric.parsers._read import Reading
+from tensorfabric.fabric.parsers._read import Reading, markers
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -32,7 +32,7 @@ NAME = "host set-up script"
 SUFFIXES = (".sh", ".bash")
 EXPECTED = ("host set-up commands (mlnx_qos -i IF --trust/--pfc/--dscp2prio, dcb app|pfc, "
             "echo V > /sys/class/net/IF/ecn/..., ip link set dev IF mtu N, export NCCL_*)")
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("mlnx_qos -i IF --option", r"\bmlnx_qos\b.{0,200}?\s--?(?:trust|pfc|dscp2prio|prio_tc|cable_len|tsa|dcbx"
                                 r"|d\b|f\b)"),
     ("/sys/class/net/IF/ecn/roce_*", r"/sys/class/net/[^/\s]{1,64}/ecn/roce_"),
@@ -40,7 +40,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("ethtool --set-tunable pfc-prevention-tout", r"pfc-prevention-tout"),
     ("#!/bin/*sh", r"^#!\S*(?:ba)?sh\b"),
     ("cma_roce_tos|cma_roce_mode", r"\bcma_roce_(?:tos|mode)\b"),
-))
+)
 _DEVICE = re.compile(r"^#\s*device:\s*(\S+)\s*$")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]{0,63})=(\S{0,256})$")
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]{0,63})\}?")

@@ -22,7 +22,6 @@ simply be outside the excerpt.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -31,7 +30,7 @@ from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust
 from tensorfabric.fabric.parsers import _junos_cos as cos_sections
 from tensorfabric.fabric.parsers._braces import Stanza, brace_tree
 from tensorfabric.fabric.parsers._common import Where, device_from_source
-from tensorfabric.fabric.parsers._read import Reading, bare, config_lines
+from tensorfabric.fabric.parsers._read import Reading, bare, config_lines, markers
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -40,7 +39,7 @@ NAME = "Junos"
 SUFFIXES = (".junos",)
 EXPECTED = ("a Junos class-of-service hierarchy (forwarding-classes, classifiers, congestion-notification-profile, "
             "schedulers, interfaces) in brace form")
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("class-of-service", r"^\s*(?:set )?class-of-service\b"),
     ("forwarding-classes", r"^\s*forwarding-classes\s*\{"),
     ("forwarding-class ... queue-num", r"\bqueue-num \d"),
@@ -53,7 +52,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("priority strict-high", r"\bpriority strict-high\b"),
     ("explicit-congestion-notification", r"\bexplicit-congestion-notification\b"),
     ("brace line", r"^\s*[\w.*/-]+(?: [\w.*/-]+)* \{\s*$"),
-))
+)
 _COS_CHILDREN = frozenset({"forwarding-classes", "classifiers", "congestion-notification-profile", "schedulers",
                            "scheduler-maps", "drop-profiles", "shared-buffer", "rewrite-rules"})
 # Statement words of the class-of-service grammar this reader models: a stanza headed by one is "used".

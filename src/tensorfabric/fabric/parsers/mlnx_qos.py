@@ -16,7 +16,7 @@ from typing import Literal
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust
 from tensorfabric.fabric.parsers._common import device_from_source
-from tensorfabric.fabric.parsers._read import Reading
+from tensorfabric.fabric.parsers._read import Reading, markers
 from tensorfabric.host.mlnx_qos import parse_mlnx_qos
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
@@ -25,7 +25,7 @@ FORMAT = "mlnx_qos"
 NAME = "mlnx_qos output"
 SUFFIXES = (".mlnx_qos",)
 EXPECTED = "'mlnx_qos -i IF' output (Priority trust state, dscp2prio mapping, PFC configuration, tc: lines)"
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("Priority trust state:", r"^\s*Priority trust state:"),
     ("PFC configuration:", r"^\s*PFC configuration:"),
     ("dscp2prio mapping:", r"^\s*dscp2prio mapping:"),
@@ -34,7 +34,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("tc: N ratelimit:", r"^\s*tc:\s*\d+\s+ratelimit:"),
     ("DCBX mode:", r"^\s*DCBX mode:"),
     ("Cable len:", r"^\s*Cable len:"),
-))
+)
 # Lines of the tool's output this reader takes facts from (the rest is headers and blank padding).
 _FACT = re.compile(r"^\s*(?:Priority trust state:|prio:\s*\d|enabled\s|priority\s|tc:\s*\d|priority:\s*\d|"
                    r"Cable len:|DCBX mode:|PFC configuration:|dscp2prio mapping:)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Trust
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, parse_priorities
-from tensorfabric.fabric.parsers._read import Reading
+from tensorfabric.fabric.parsers._read import Reading, markers
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -22,7 +22,7 @@ FORMAT = "nvue-show"
 NAME = "nv show qos roce"
 SUFFIXES = (".nvshow",)
 EXPECTED = "'nv show qos roce' output (the 'operational  applied' table and the RoCE mapping tables)"
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("RoCE PCP/DSCP->SP mapping", r"RoCE PCP/DSCP->SP"),
     ("RoCE SP->TC mapping", r"RoCE SP->TC"),
     ("operational  applied header", r"^\s*operational\s+applied\b"),
@@ -31,7 +31,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("enabled-tc", r"^\s*enabled-tc\s"),
     ("pfc-priority", r"^\s*pfc-priority\s"),
     ("roce-mode", r"^\s*(?:roce-)?mode\s+lossless|lossy"),
-))
+)
 _SIZE = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,6})?)\s*(Bytes|B|KB|MB|GB)$")
 _SCALE = {"Bytes": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
 _TRUST: dict[str, Trust] = {"pcp,dscp": "pcp,dscp", "dscp": "dscp", "pcp": "pcp", "both": "pcp,dscp"}

@@ -34,7 +34,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
-from tensorfabric.fabric.parsers._read import Reading, bare, config_lines, tail_open
+from tensorfabric.fabric.parsers._read import Reading, bare, config_lines, markers, tail_open
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -42,7 +42,7 @@ FORMAT = "nxos"
 NAME = "NX-OS"
 SUFFIXES = (".nxos",)
 EXPECTED = "NX-OS QoS statements (class-map type qos, policy-map type network-qos/queuing, system qos, interface)"
-MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(pattern)) for name, pattern in (
+MARKERS = markers(
     ("class-map type qos|queuing|network-qos", r"^\s*class-map type (?:qos|queuing|network-qos)\b"),
     ("policy-map type network-qos", r"^\s*policy-map type network-qos\b"),
     ("policy-map type queuing", r"^\s*policy-map type queuing\b"),
@@ -60,7 +60,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(patte
     ("qos map cos-to-queue", r"^\s*qos map cos-to-queue\b"),
     ("hardware profile pfc", r"^\s*hardware profile pfc\b"),
     ("NX-OS prompt mode", r"\(config-(?:pmap|cmap|sys-qos)"),
-))
+)
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000}
 _QUEUE_CLASS = re.compile(r"^c-out-(?:8q-)?q([0-7]|-default)$")
 _NQ_CLASS = re.compile(r"^c-(?:8q-)?nq([0-7]|-default)$")
