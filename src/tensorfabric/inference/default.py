@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +73,10 @@ def _distrust(directory: Path) -> str:
         return f"has no {MANIFEST_NAME} to verify it against (it predates checksums)"
     try:
         open_checkpoint(directory)
-    except (DataError, InputError) as exc:
-        return f"is damaged: {exc}"
+    except DataError as exc:  # "what is wrong; what to do": the cache's fix is ours, so only what is wrong
+        return f"failed its check: {str(exc).split('; ', 1)[0].replace(f'{directory}{os.sep}', '')}"
+    except InputError as exc:  # truncated or unreadable: a ParseError naming the file
+        return f"failed its check: {exc}"
     return ""
 
 

@@ -90,8 +90,8 @@ def _read_manifest(directory: Path) -> dict[str, str] | None:
             continue
         match = _LINE.fullmatch(line)
         if match is None:
-            raise DataError(f"{path} line {number} is not '<sha256>  <file name>': {line[:80]!r} (the manifest "
-                            "itself is damaged; write the checkpoint again)")
+            raise DataError(f"{path} line {number} is not '<sha256>  <file name>': {line[:80]!r}; the manifest "
+                            "itself is damaged: write the checkpoint again")
         digests[match[2]] = match[1].lower()
     return digests
 
@@ -132,7 +132,8 @@ def verify_files(directory: Path, names: Iterable[str]) -> Verification:
     """Check the weight files ``names`` of ``directory`` against its ``SHA256SUMS``.
 
     Raises DataError when a file does not match its recorded sha256, is not listed, or the manifest lists a file
-    that is gone. Without a manifest nothing is checked here (``Verification(manifest=False)``)."""
+    that is gone; each message is "what is wrong; what to do". Without a manifest nothing is checked here
+    (``Verification(manifest=False)``)."""
     directory = Path(directory)
     digests = _read_manifest(directory)
     if digests is None:
@@ -141,13 +142,13 @@ def verify_files(directory: Path, names: Iterable[str]) -> Verification:
     unlisted = [n for n in used if n not in digests]
     if unlisted:
         raise DataError(f"{directory / unlisted[0]} is not listed in {MANIFEST_NAME}, so it was written after the "
-                        f"checksums were: write the checkpoint again, or delete {MANIFEST_NAME} to run it unverified")
+                        f"checksums were; write the checkpoint again, or delete {MANIFEST_NAME} to run it unverified")
     listed = sorted(digests)
     try:
         manifest_sig = _signature(directory / MANIFEST_NAME)
         now = {n: _signature(directory / n) for n in listed}
     except FileNotFoundError as exc:
-        raise DataError(f"{MANIFEST_NAME} lists {Path(str(exc.filename)).name}, which is missing from {directory}: "
+        raise DataError(f"{MANIFEST_NAME} lists {Path(str(exc.filename)).name}, which is missing from {directory}; "
                         "write the checkpoint again") from exc
     stamp = _read_stamp(directory)
     known = stamp.get("files") if stamp.get("manifest") == manifest_sig else None
@@ -160,8 +161,8 @@ def verify_files(directory: Path, names: Iterable[str]) -> Verification:
             if actual[name] != digests[name]:
                 raise DataError(
                     f"{directory / name} does not match its sha256 in {MANIFEST_NAME} (file {actual[name][:12]}..., "
-                    f"recorded {digests[name][:12]}...): it was damaged after it was written (disk, copy or an "
-                    "edit in place); write the checkpoint again (tensorfabric model import-gguf/make-tiny --force)")
+                    f"recorded {digests[name][:12]}...): damaged after it was written (disk, copy or an edit in "
+                    "place); write the checkpoint again (tensorfabric model import-gguf/make-tiny --force)")
         # Signatures taken before hashing: a file changed while it was hashed gets hashed again next time.
         verified = {n: now[n] for n in todo if _signature(directory / n) == now[n]}
         _write_stamp(directory, manifest_sig, {**{n: now[n] for n in listed if n not in todo}, **verified})
