@@ -189,6 +189,21 @@ def test_outputs_are_never_replaced_without_force_or_resume(reference: Path, tmp
     assert (resumed / "rows.jsonl").read_text() == (reference / "rows.jsonl").read_text()
 
 
+def test_resume_with_a_grown_spec_runs_only_the_new_scenarios(reference: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    grown = {**TINY, "parameters": {**TINY["parameters"], "pmax": [0.2, 0.5, 1.0]}}
+    spec = _write(tmp_path, grown)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rows.jsonl").write_text((reference / "rows.jsonl").read_text())
+    assert main(["simulate", "sweep", spec, "--out", str(out), "--resume", "--json", "--jobs", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["scenarios"] == 36 and doc["resumed"] == 24 and doc["ran"] == 12
+    rows = _rows(out)
+    assert [r["index"] for r in rows] == list(range(36))  # old rows take their place in the new plan
+    assert {r["id"] for r in rows} >= {r["id"] for r in _rows(reference)}
+
+
 def test_journal_drops_a_cut_last_line(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text('{"id": "a"}\n{"id": "b", "fl')
@@ -224,7 +239,9 @@ def test_sigint_then_resume_redoes_no_row(reference: Path, tmp_path: Path) -> No
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "tensorfabric", "simulate", "sweep", spec, "--out", str(out), "--jobs", "2"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A suite started as a shell's background job ignores SIGINT, and a child would inherit that.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     journal = out / "rows.jsonl"
     deadline = time.monotonic() + 120
     while not (journal.exists() and journal.read_text().count("\n") >= 3):

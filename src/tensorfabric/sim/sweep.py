@@ -343,5 +343,6 @@ def run_sweep(plan: SweepPlan, out: Path, executor: Executor, *, advance: Callab
             executor.close()
             handle.flush()
             os.fsync(handle.fileno())
-    rows = tuple(done[p.id] for p in plan.points)
+    # A row resumed from another version of the spec keeps its outcome; its position is this plan's.
+    rows = tuple({**done[p.id], "index": p.index} for p in plan.points)
     return SweepRun(rows, ran, len(plan.points) - ran, ignored, clock() - start)
