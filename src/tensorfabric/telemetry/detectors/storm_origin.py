@@ -53,7 +53,9 @@ def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
                   f"  and on ({FABRIC_PRIO})\n(count by ({FABRIC_PRIO}) ({victims}) > 0)",
                   "critical", "storm-origin",
                   "{{ $labels.host }} {{ $labels.port }} prio {{ $labels.priority }} is the root of a pause tree",
-                  recommendation="Isolate this port (shut it or disable PFC on it), then fix the device behind it."),
+                  for_s=30.0,
+                  recommendation="Isolate this port (shut it or disable PFC on it), then fix the device behind it.",
+                  comment="two polls before paging: the in-process detector names the root at once"),
     )
 
 
