@@ -209,3 +209,18 @@ def test_every_detector_writes_its_prometheus_rules() -> None:
         assert detector.rules is not None, detector.name
         written = detector.rules(Thresholds(), Timing())
         assert written and all(r.detector == detector.name for r in written), detector.name
+
+
+def test_a_forwarding_class_queue_and_a_voq_count_as_lossless() -> None:
+    from tensorfabric.samples import Sample
+
+    def drops(t: float, value: float, queue: str) -> Sample:
+        return Sample(t, "roce_discards_total", "counter", value, {"host": "qfx1", "device": "qfx1", "port": "et-0/0/1",
+                                                                    "queue": queue, "direction": "tx",
+                                                                    "reason": "queue"})
+
+    monitor = Monitor(limits=LIMITS)
+    for t, value in ((0.0, 0.0), (15.0, 40.0)):
+        monitor.ingest([drops(t, value, q) for q in ("no-loss", "voq3", "best-effort", "voq1")])
+    assert sorted(a.subject for a in monitor.alerts) == ["qfx1 et-0/0/1 queue no-loss reason queue",
+                                                          "qfx1 et-0/0/1 queue voq3 reason queue"]

@@ -52,6 +52,7 @@ def test_timing_scales_windows_and_holds_but_not_the_logic() -> None:
 def test_thresholds_drive_the_rules() -> None:
     text = render(Thresholds(victim_rx_fraction=0.8, lossless_priorities=("5",), flap_restores=30))
     assert ">= 0.8\n" in text and 'priority=~"|5"' in text and "[20m]) > 30" in text
+    assert 'queue=~"|(uc|voq)?(5)|no-loss|fcoe"' in text
 
 
 def _alert_names() -> set[str]:

@@ -37,6 +37,9 @@ class Thresholds:
     """Every tunable of every detector, with the reference's defaults."""
 
     lossless_priorities: tuple[str, ...] = tuple(str(p) for p in roce.SONIC_LOSSLESS_PRIORITIES)
+    lossless_queue_names: tuple[str, ...] = ("no-loss", "fcoe")
+    """Queues named by forwarding class that are lossless by default (Junos' no-loss and fcoe classes); numbered
+    queues (``3``, ``voq3``) are lossless when their number is a lossless priority."""
     storm_tx_fraction: float = 0.9
     """A port sending pause this share of an interval is storming (NIC watchdog acts at 100 ms of stall)."""
     victim_rx_fraction: float = 0.9

@@ -8,6 +8,7 @@ counters without a priority (``rx_discards_phy``, the watchdog's drops) count to
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from tensorfabric.samples import Alert
@@ -21,18 +22,24 @@ _MIXED_CLASSES = ("port", "eth_no_buffer", "eth_wred")
 """Discard reasons that mix every traffic class (port-level totals) or count Ethernet, not RoCE, receive drops."""
 
 
+_QUEUE = re.compile(r"(?:uc|voq)?(\d{1,2})")
+"""A numbered queue as the switch readers label it: ``3`` (SONiC UC3, EOS TC3), ``voq3`` (a VOQ chassis)."""
+
+
 def _lossless(labels: Labels, limits: Thresholds) -> bool:
-    return _lossless_for(labels, tuple(limits.lossless_priorities))
+    return _lossless_for(labels, tuple(limits.lossless_priorities), tuple(limits.lossless_queue_names))
 
 
 @lru_cache(maxsize=1 << 16)  # pure, and asked about the same label tuples on every poll
-def _lossless_for(labels: Labels, lossless_priorities: tuple[str, ...]) -> bool:
+def _lossless_for(labels: Labels, lossless_priorities: tuple[str, ...], queue_names: tuple[str, ...]) -> bool:
     info = dict(labels)
     if info.get("reason") in _MIXED_CLASSES:
         return False
-    for key in ("priority", "queue"):
-        if key in info and info[key] not in lossless_priorities:
-            return False
+    if "priority" in info and info["priority"] not in lossless_priorities:
+        return False
+    if "queue" in info:
+        numbered = _QUEUE.fullmatch(info["queue"])
+        return info["queue"] in queue_names or (numbered is not None and numbered.group(1) in lossless_priorities)
     return True
 
 
@@ -63,9 +70,10 @@ def detect(window: Window, limits: Thresholds) -> list[Alert]:
 
 
 def rules(limits: Thresholds, timing: Timing) -> tuple[AlertRule, ...]:
-    classes = "|".join(["", *limits.lossless_priorities])
-    discards = (f'roce_discards_total{{reason!~"{"|".join(_MIXED_CLASSES)}", priority=~"{classes}", '
-                f'queue=~"{classes}"}}')
+    classes = "|".join(limits.lossless_priorities)
+    queues = "|".join(["", f"(uc|voq)?({classes})", *limits.lossless_queue_names])
+    discards = (f'roce_discards_total{{reason!~"{"|".join(_MIXED_CLASSES)}", priority=~"|{classes}", '
+                f'queue=~"{queues}"}}')
     return (
         AlertRule("RoceLosslessDiscards", f"{moved(discards, timing)} > 0", "critical", "lossless-loss",
                   "{{ $labels.host }} {{ $labels.port }} drops lossless packets ({{ $labels.reason }})",
