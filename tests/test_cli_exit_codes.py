@@ -141,6 +141,12 @@ ROWS: list[Row] = [
     Row("lab status tf19-no-such-lab", 2, "does not exist", why="unknown lab"),
     Row("lab exec tf19-no-such-lab h0 -- true", 2, "does not exist", why="unknown lab"),
     Row("lab list --json", 0, why="recorded labs"),
+    # fleet (collected doctor reports; the online run needs a launcher or a lab)
+    Row("fleet check {fleet}/daemonset/gpu-a01.json {fleet}/daemonset/gpu-a02.json --json", 0,
+        why="two reports that agree"),
+    Row("fleet check {fleet}/daemonset --json", 1, why="one host's MTU differs from the fleet's"),
+    Row("fleet check {binary}", 2, "no doctor report", why="no report among the inputs"),
+    Row("fleet --pairs star", 2, "--pairs", why="unknown pair mode"),
 ]
 
 
@@ -154,7 +160,8 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     busy.listen()
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
-    yield {"tmp": str(tmp), "ex": str(EX), "sysfs": str(SYSFS), "empty": str(tmp / "empty.yaml"),
+    yield {"tmp": str(tmp), "ex": str(EX), "sysfs": str(SYSFS), "fleet": str(SYSFS.parent / "fleet"),
+           "empty": str(tmp / "empty.yaml"),
            "binary": str(tmp / "blob.bin"), "busy_port": str(busy.getsockname()[1]),
            "closed_port": str(closed.getsockname()[1]), "dir": "/mnt/tf-exit-test"}
     busy.close()
@@ -202,7 +209,8 @@ def test_enough_rows_across_every_verb() -> None:
     assert {r.code for r in ROWS} == {0, 1, 2}
 
 
-_SHOWN = {"{ex}": "examples", "{sysfs}": "tests/fixtures/sysfs", "{tmp}": "/tmp/t", "{empty}": "empty.yaml",
+_SHOWN = {"{ex}": "examples", "{sysfs}": "tests/fixtures/sysfs", "{fleet}": "tests/fixtures/fleet", "{tmp}": "/tmp/t",
+          "{empty}": "empty.yaml",
           "{binary}": "blob.bin", "{busy_port}": "9108", "{closed_port}": "6379"}
 
 

@@ -44,12 +44,15 @@ def test_dependency_rule(path: Path) -> None:
 
 
 # Edges between the subsystems that ARCHITECTURE.md allows; any other cross-subsystem import is a layering bug.
-SUBSYSTEMS = {"host", "fabric", "sim", "telemetry", "transfer", "lab", "inference"}
+SUBSYSTEMS = {"host", "fabric", "sim", "telemetry", "transfer", "lab", "inference", "fleet"}
 ALLOWED = {
     ("fabric", "host"),  # one parser per host artefact (mlnx_qos, nccl.conf), one set of NCCL checks
     ("transfer", "host"),
     ("inference", "transfer"),
     ("telemetry", "lab"),
+    ("fleet", "host"),  # the doctor each rank runs, the records it reads
+    ("fleet", "transfer"),  # the launcher and the process group the reports and pairs travel over
+    ("fleet", "lab"),  # one rank per lab host
 }
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tensorfabric.host.mlnx_qos import MlnxQos
     from tensorfabric.host.nccl_log import NcclLogReport
     from tensorfabric.host.nccl_tests import NcclTestsReport
+    from tensorfabric.host.records import HostInventory
     from tensorfabric.host.ucx_report import UcxLogReport
 
 __all__ = ["cli"]
@@ -104,7 +105,8 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
                         mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
                         hostname=resolve_hostname(socket.gethostname()) if live else None, ucx_log=ucx,
-                        require_rdma=require_rdma, nccl_tests=perf, line_rate=rate)
+                        require_rdma=require_rdma, nccl_tests=perf, line_rate=rate,
+                        software=_software(inv) if live else None)
     if as_json:
         extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
         render_findings(report.findings, as_json=True, extra=extra)
@@ -118,6 +120,14 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
         con.print(line, markup=False)
     render_findings(report.findings, as_json=False, title="Doctor findings")
     return report.exit_code
+
+
+def _software(inv: HostInventory) -> dict[str, str]:
+    """This host's versions for `doctor --json` (what `fleet check` compares across hosts)."""
+    from tensorfabric.fleet.software import software_versions
+
+    run = _run if shutil.which("ucx_info") else None
+    return software_versions("/", [d.driver for d in inv.rdma_devices if d.driver], run=run)
 
 
 _EVIDENCE = {"data-path": "proven by a data path", "selected": "selected, not proven by a data path",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tensorfabric import roce
@@ -12,14 +12,21 @@ from tensorfabric.host.checks import DoctorContext, run_checks
 from tensorfabric.host.checks.gids import captured_port_findings
 from tensorfabric.host.discovery import affinity
 from tensorfabric.host.gid_capture import CapturedPort, GidCapture, recommended_index
+from tensorfabric.host.gids import preferred_gid
 from tensorfabric.host.mlnx_qos import MlnxQos
 from tensorfabric.host.nccl_log import NcclLogReport
 from tensorfabric.host.nccl_tests import LineRate, NcclTestsReport, report_dict, resolve_line_rate
 from tensorfabric.host.ncclenv import tcp_interface
-from tensorfabric.host.records import HostInventory, HostName, RouteChoice
+from tensorfabric.host.records import HostInventory, HostName, RdmaPort, RouteChoice
 from tensorfabric.host.ucx_report import UcxLogReport
 
-__all__ = ["DoctorReport", "gid_table_summary", "run_doctor"]
+__all__ = ["SCHEMA_VERSION", "DoctorReport", "gid_table_summary", "run_doctor"]
+
+SCHEMA_VERSION = 2
+"""Version of ``doctor --json``. 2 added what ``fleet check`` compares across hosts: per RDMA port its rate, netdev
+MTU and speed, chosen GID index, firmware and driver; ``data_netdevs``; the judged ``environment``; ``software``
+versions. Reports without the key are version 1."""
+_ENV_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "NIXL_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +44,10 @@ class DoctorReport:
     nccl_tests: NcclTestsReport | None = None
     line_rate: LineRate | None = None
     """What nccl-tests busbw was compared with."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """The NCCL/GLOO/UCX/NIXL variables judged (this shell's over /etc/nccl.conf, or the logged job's)."""
+    software: Mapping[str, str] = field(default_factory=dict)
+    """Versions of what the data path runs on (kernel, NIC drivers, NCCL, torch, UCX, NIXL), where known."""
 
     @property
     def exit_code(self) -> int:
@@ -46,17 +57,53 @@ class DoctorReport:
         inv = self.inventory
         return {
             "root": inv.root,
-            "rdma_ports": [{"port": p.name, "state": p.state, "link_layer": p.link_layer, "netdev": p.netdev}
-                           for p in inv.ports],
+            "rdma_ports": [self._port_summary(p) for p in inv.ports],
             "gpus": len(inv.gpus),
             "gpu_nic_distance": {a.gpu: f"{a.distance} to {a.nic}" for a in affinity(inv)},
             "dev_infiniband": inv.dev_infiniband, "memlock": inv.memlock, "in_container": inv.in_container,
             **({"hostname": self.hostname.to_dict()} if self.hostname else {}),
         }
 
+    def _port_summary(self, port: RdmaPort) -> dict[str, Any]:
+        dev = self.inventory.device(port.device)
+        net = self.inventory.netdevs.get(port.netdev or "")
+        gid = preferred_gid(port.gids) if port.is_roce else None
+        return {"port": port.name, "state": port.state, "link_layer": port.link_layer, "netdev": port.netdev,
+                "device": port.device, "rate": port.rate, "phys_state": port.phys_state,
+                "mtu": net.mtu if net else None, "speed_mbps": net.speed_mbps if net else None,
+                "gid_index": gid.index if gid else None, "traffic_class": port.traffic_class,
+                "fw_ver": dev.fw_ver if dev else "", "hca_type": dev.hca_type if dev else "",
+                "driver": dev.driver if dev else None}
+
+    def data_netdevs(self) -> dict[str, dict[str, Any]]:
+        """The interfaces data crosses: RoCE netdevs, those NCCL/GLOO_SOCKET_IFNAME name, and the TCP path."""
+        inv = self.inventory
+        roles: dict[str, str] = {}
+        for port in inv.roce_ports:
+            if port.netdev:
+                roles.setdefault(port.netdev, "roce")
+        for key in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+            for item in self.environment.get(key, "").split(","):
+                item = item.strip()
+                if not item or item.startswith("^"):
+                    continue
+                exact = item.startswith("=")
+                for name in inv.netdevs:
+                    if name == item.lstrip("=") or (not exact and name.startswith(item)):
+                        roles.setdefault(name, "socket")
+        if self.tcp_path.interface:
+            roles.setdefault(self.tcp_path.interface, "tcp-path")
+        return {name: {"role": role, "mtu": inv.netdevs[name].mtu, "speed_mbps": inv.netdevs[name].speed_mbps,
+                       "operstate": inv.netdevs[name].operstate}
+                for name, role in roles.items() if name in inv.netdevs}
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"findings": [f.to_dict() for f in self.findings], "host": self.host_summary(),
-                               "tcp_path": self.tcp_path.to_dict(), "environment_source": self.environment_source}
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "findings": [f.to_dict() for f in self.findings],
+                               "host": self.host_summary(), "tcp_path": self.tcp_path.to_dict(),
+                               "environment_source": self.environment_source,
+                               "environment": dict(sorted(self.environment.items())),
+                               "software": dict(sorted(self.software.items())),
+                               "data_netdevs": self.data_netdevs()}
         if self.nccl_log is not None:
             out["nccl_log"] = self.nccl_log.to_dict()
         if self.mlnx_qos:
@@ -91,7 +138,8 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
                nccl_log: NcclLogReport | None = None, mlnx_qos: Mapping[str, MlnxQos] | None = None,
                gid_tables: Sequence[CapturedPort] | None = None, hostname: HostName | None = None,
                ucx_log: UcxLogReport | None = None, require_rdma: bool = False,
-               nccl_tests: NcclTestsReport | None = None, line_rate: LineRate | None = None) -> DoctorReport:
+               nccl_tests: NcclTestsReport | None = None, line_rate: LineRate | None = None,
+               software: Mapping[str, str] | None = None) -> DoctorReport:
     """All checks. ``environ`` is this shell's environment; /etc/nccl.conf values apply beneath it, as in NCCL.
 
     With ``nccl_log`` the NCCL variables judged are the logged job's own (``X set by environment to Y``), never
@@ -115,6 +163,8 @@ def run_doctor(inv: HostInventory, *, environ: Mapping[str, str], roce_dscp: int
         findings = [replace(f, subject=where + f.subject.removeprefix("env "),
                             evidence={**f.evidence, "environment_source": "log"})
                     if f.subject.startswith("env ") else f for f in findings]
+    judged = merged if source == "log" else {
+        **inv.nccl_conf, **{k: v for k, v in environ.items() if k.startswith(_ENV_PREFIXES)}}
     return DoctorReport(tuple(findings), inv, tcp_interface(inv), nccl_log, mlnx_qos,
                         gid_tables, hostname, source, ucx_log,
-                        nccl_tests, line_rate)
+                        nccl_tests, line_rate, judged, software or {})
