@@ -204,6 +204,18 @@ def test_resume_with_a_grown_spec_runs_only_the_new_scenarios(reference: Path, t
     assert {r["id"] for r in rows} >= {r["id"] for r in _rows(reference)}
 
 
+def test_without_pyarrow_the_rows_are_jsonl_only(reference: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    spec = _write(tmp_path, TINY)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rows.jsonl").write_text((reference / "rows.jsonl").read_text())
+    assert main(["simulate", "sweep", spec, "--out", str(out), "--resume", "--json"]) == 0
+    assert not (out / "rows.parquet").exists() and len(_rows(out)) == 24
+    assert main(["simulate", "sweep", spec, "--out", str(out), "--resume", "--address", "auto"]) == 2
+
+
 def test_journal_drops_a_cut_last_line(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text('{"id": "a"}\n{"id": "b", "fl')

@@ -375,3 +375,8 @@ def _render_sweep(summary: Any, files: dict[str, str], where: str, on_spec: bool
         parts = [f"{k}: {format_size(v, binary=False)}" if k != "pmax" else f"pmax: {v * 100:.3g}"
                  for k, v in ecn.items()]
         con.print(f"in the fabric spec: qos: {{ecn: [{{{', '.join(parts)}}}]}}")
+    if on_spec and "xoff" in pick.setting:
+        from tensorfabric.units import format_size
+
+        con.print(f"and on each switch: asic.xoff_threshold: {format_size(pick.setting['xoff'], binary=False)} "
+                  "(a static XOFF: asic: {model: ..., xoff_threshold: ...}; fabric lint checks the buffer)")

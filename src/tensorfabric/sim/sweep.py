@@ -37,6 +37,7 @@ from tensorfabric.sim.results import port_name, summarize
 from tensorfabric.sim.sweep_spec import PARAMS, SweepPoint, SweepSpec, TopologySpec, WorkloadSpec, expand
 from tensorfabric.sim.workloads import Flow, ModelShape, tp_decode
 from tensorfabric.topology import Fabric
+from tensorfabric.units import format_size
 
 __all__ = ["OUTPUT_NAMES", "SweepBase", "SweepPlan", "SweepRun", "pending", "plan_sweep", "prepare_output",
            "read_journal", "run_point", "run_sweep"]
@@ -244,6 +245,9 @@ def plan_sweep(spec: SweepSpec, fabric: Fabric | None = None, ecn: EcnConfig | N
     n_hosts = len(_tors(fabric))
 
     def valid(values: Mapping[str, Any]) -> str | None:
+        kmin, kmax = values.get("kmin", base.ecn.kmin_bytes), values.get("kmax", base.ecn.kmax_bytes)
+        if kmin >= kmax:
+            return f"Kmin {format_size(kmin, binary=False)} not below Kmax {format_size(kmax, binary=False)}"
         try:
             config_for(base, values).check_rate(fastest)
             tp, pp, _ = _placement(str(values.get("placement", "tp2xpp1-packed")))
