@@ -88,7 +88,7 @@ def test_each_difference_names_the_odd_host_only(mutation: Callable[[Doc], None]
 def test_what_most_hosts_share_is_not_a_fleet_finding() -> None:
     pfc = {"rule": "roce.pfc-off", "severity": "error", "subject": "x", "message": "m", "evidence": {}, "fix": ""}
     add = {f"n{i}": (lambda d: d["findings"].append(dict(pfc))) for i in range(4)}
-    report = check_fleet(fleet(**add))
+    report = check_fleet(fleet(6, **add))
     assert report.findings == () and report.shared_doctor_rules == {"roce.pfc-off": 4}
 
 
@@ -141,7 +141,7 @@ def test_in_a_three_host_fleet_the_slow_host_still_stands_out() -> None:
 
 
 def test_late_is_a_warning_and_line_rate_judges_every_pair() -> None:
-    late = pairs(5, lambda a, b: 0.9e9, lambda a, b: 400e-6 if 0 in (a, b) else 20e-6)
+    late = pairs(5, lambda a, b: 0.9e9, lambda a, b: 2e-3 if 0 in (a, b) else 20e-6)
     assert named(fleet(5), pairs=late) == {("n0", "fleet.datapath", "warning")}
     everywhere = check_fleet(fleet(5), pairs=pairs(5, lambda a, b: 0.9e9), line_rate_bps=400e9)
     assert [f.subject for f in everywhere.findings] == ["fleet"] and everywhere.exit_code == 1
@@ -154,8 +154,8 @@ def test_a_failed_pair_is_an_error_on_its_link() -> None:
 
 
 def test_thresholds_are_documented_numbers() -> None:
-    assert Thresholds().to_dict() == {"bandwidth_fraction": 0.5, "line_fraction": 0.5, "latency_factor": 4.0,
-                                      "latency_floor_s": 50e-6}
+    assert Thresholds().to_dict() == {"bandwidth_fraction": 0.5, "line_fraction": 0.5, "latency_factor": 5.0,
+                                      "latency_floor_s": 1e-3}
 
 
 # -- outputs ---------------------------------------------------------------------------------------------------

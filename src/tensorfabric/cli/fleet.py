@@ -60,7 +60,9 @@ def _parse_host_env(items: tuple[str, ...]) -> dict[str, dict[str, str]]:
 @click.option("--bytes", "bulk_bytes", type=SIZE, default="8MiB", show_default=True,
               help="Bulk transfer per direction of each pair.")
 @click.option("--pings", type=count(1, 10_000), default=20, show_default=True,
-              help="Timed small-message round trips per pair.")
+              help="Timed small-message round trips per pair (twice: before and after the bulk transfers).")
+@click.option("--repeats", type=count(1, 100), default=2, show_default=True,
+              help="Timed bulk transfers per direction of each pair; the best counts.")
 @timeout_option("120s", "How long any step may wait for a peer (rendezvous, the reports, each exchange); a rank "
                         "that misses it is named and the hosts that answered are reported.")
 @click.option("--engine", type=click.Choice(["auto", "torch", "nixl"]), default="auto", show_default=True,
@@ -77,7 +79,8 @@ def _parse_host_env(items: tuple[str, ...]) -> dict[str, dict[str, str]]:
 @click.option("--sysfs-root", default="/", show_default=True, help="The tree each rank's doctor reads.")
 @_format_options
 @click.pass_context
-def cli(ctx: click.Context, pairs: str, line_rate: float | None, bulk_bytes: int, pings: int, timeout_s: float,
+def cli(ctx: click.Context, pairs: str, line_rate: float | None, bulk_bytes: int, pings: int, repeats: int,
+        timeout_s: float,
         engine: str, nproc: int | None, lab_spec: str | None, lab_name: str | None, host_env: tuple[str, ...],
         sysfs_root: str, as_json: bool, fmt: str, npd_host: str | None, max_length: int) -> int | None:
     """Check every host of a cluster in one job: the doctor on each, the reports compared across hosts (majority
@@ -95,7 +98,8 @@ def cli(ctx: click.Context, pairs: str, line_rate: float | None, bulk_bytes: int
     from tensorfabric.fleet.launch import rank_variables, run_in_lab, run_local
     from tensorfabric.fleet.online import FleetConfig, fleet_rank
 
-    config = FleetConfig(pairs=pairs, bulk_bytes=bulk_bytes, pings=pings, timeout_s=timeout_s, engine=engine,
+    config = FleetConfig(pairs=pairs, bulk_bytes=bulk_bytes, pings=pings, repeats=repeats, timeout_s=timeout_s,
+                         engine=engine,
                          line_rate_bps=line_rate, sysfs_root=sysfs_root)
     envs = _parse_host_env(host_env)
     if envs and lab_spec is None and lab_name is None:

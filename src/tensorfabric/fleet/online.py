@@ -59,6 +59,9 @@ class FleetConfig:
     bulk_bytes: int = 8 << 20
     """Bytes of the timed bulk transfer, each direction of each pair."""
     pings: int = 20
+    repeats: int = 2
+    """Timed bulk transfers per direction; the pair keeps the best. One transfer that a busy host stalls would
+    make a healthy link look slow; a slow path is slow every time."""
     timeout_s: float = 120.0
     engine: str = "auto"
     line_rate_bps: float | None = None
@@ -70,6 +73,8 @@ class FleetConfig:
             raise InputError(f"--pairs: {self.pairs!r} is not one of {', '.join(PAIR_MODES)}")
         if not 1 <= self.bulk_bytes <= 1 << 32:
             raise InputError(f"--bytes: {self.bulk_bytes} must be from 1 byte to 4GiB, e.g. 8MiB")
+        if not 1 <= self.repeats <= 100:
+            raise InputError(f"--repeats: {self.repeats} must be from 1 to 100")
         if not 1 <= self.pings <= 10_000:
             raise InputError(f"--pings: {self.pings} must be from 1 to 10000")
         if not self.timeout_s > 0:
@@ -224,23 +229,37 @@ def _bandwidth(group: Group, peer: int, driver: bool, config: FleetConfig) -> tu
     data = torch.zeros(config.bulk_bytes, dtype=torch.uint8)
     _bulk(group, peer, driver, warm, ack)
     _bulk(group, peer, not driver, warm, ack)
-    forward = _bulk(group, peer, driver, data, ack)
-    backward = _bulk(group, peer, not driver, data, ack)
-    report = torch.tensor([backward or 0.0], dtype=torch.float64)
+    forward = backward = 0.0
+    for _ in range(config.repeats):
+        forward = max(forward, _bulk(group, peer, driver, data, ack) or 0.0)
+        backward = max(backward, _bulk(group, peer, not driver, data, ack) or 0.0)
+    report = torch.tensor([backward], dtype=torch.float64)
     if not driver:
         group.send(report, peer)
         return None
     group.recv(report, peer)
-    assert forward is not None
     return forward, float(report[0])
+
+
+def _latency_phase(group: Group, pairs: tuple[tuple[int, int], ...], config: FleetConfig) -> float | None:
+    """The round's pairs one after another; this rank's figure when it drives a pair."""
+    me, latency = group.rank, None
+    for a, b in pairs:
+        if me in (a, b):
+            latency = _latency(group, b if me == a else a, me == a, config)
+        group.barrier()
+    return latency
 
 
 def _rounds(group: Group, sched: Schedule, config: FleetConfig, on_round: RoundHook | None
             ) -> tuple[list[dict[str, Any]], list[float], str | None]:
     """This rank's driven pairs (by rank), each round's seconds, and the error that stopped the rounds.
 
-    A round is two phases with a barrier between: every pair's ping-pongs, then every pair's bulk transfers, so no
-    latency is measured behind another pair's bulk traffic through the same switch (or the same CPUs, in a lab)."""
+    A round is three phases. Latency: the round's pairs ping-pong one after another (a barrier between), so no round
+    trip waits behind another pair's traffic through the same switch, or, in a lab or on a busy host, for a CPU that
+    other pairs hold; it costs pings x round trip per pair. Bandwidth: every pair of the round at once. Latency
+    again, and a pair keeps its lower figure: a host that stalls for a few milliseconds once (a scheduler hiccup)
+    must not make a link look late, while a late path is late both times."""
     mine: list[dict[str, Any]] = []
     seconds: list[float] = []
     me = group.rank
@@ -248,10 +267,11 @@ def _rounds(group: Group, sched: Schedule, config: FleetConfig, on_round: RoundH
         t0 = time.monotonic()
         peer = sched.partner(index, me)
         try:
-            latency = _latency(group, peer, me < peer, config) if peer is not None else None
-            group.barrier()
+            first = _latency_phase(group, sched.rounds[index], config)
             rates = _bandwidth(group, peer, me < peer, config) if peer is not None else None
             group.barrier()
+            second = _latency_phase(group, sched.rounds[index], config)
+            latency = min(first, second) if first is not None and second is not None else None
         except TransferError as exc:
             if me != 0:
                 raise
