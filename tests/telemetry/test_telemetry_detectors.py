@@ -173,10 +173,6 @@ def test_aged_alerts_stand_for_two_late_polls_then_go() -> None:
     assert [a.detector for a in aged(evaluated, 38.0)] == ["made-by-hand"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the engine hook: on a poll that brings no new sample, Monitor must "
-                                       "set self.alerts = detectors.base.aged(self.alerts, seconds since the last "
-                                       "poll that brought samples), and keep a source's recognised count when its "
-                                       "reading is empty (engine.py belongs to the scrape-deadline work)")
 def test_a_replay_read_to_its_end_clears_its_alerts_and_is_not_unknown() -> None:
     import time
 

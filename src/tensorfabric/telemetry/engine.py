@@ -29,6 +29,7 @@ from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
+from tensorfabric.telemetry.detectors.base import aged
 from tensorfabric.telemetry.intake import MAX_ERRORS, Reader, bad_names, bounded, checked
 from tensorfabric.telemetry.metrics import GENERIC, METRICS
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
@@ -173,6 +174,8 @@ class Monitor:
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
         self.alerts: tuple[Alert, ...] = ()
+        self._fed_at: float | None = None
+        """When a poll last brought samples (monotonic): the standing alerts' evidence is that old."""
 
     def _keeps_coarse(self, metric: str, labels: Labels) -> bool:
         """Whether some long-horizon detector reads this series (asked once per series; the detectors and
@@ -276,7 +279,8 @@ class Monitor:
             problems = bounded(outcome.errors + refused + layout.invalid)
             # up: the last poll read cleanly. Clashes are configuration (two sources on one series), not failures.
             status.up, status.last_errors = not problems, problems + layout.clashes
-            status.recognised = layout.recognised
+            if read:  # a source that ended (a replay read to its end) keeps what it recognised: ended, not unknown
+                status.recognised = layout.recognised
             status.errors_total += len(problems) + len(layout.clashes)
             if problems or layout.clashes:
                 errors[source.name] = status.last_errors
@@ -287,7 +291,12 @@ class Monitor:
                 log.warning("source %s: none of its %d counters has a canonical name (driver not known); they are "
                             "exported as %s only", source.name, len(read), GENERIC)
             samples += kept
-        self._ingest_grouped(by_time)
+        if by_time:
+            self._ingest_grouped(by_time)
+            self._fed_at = _time.monotonic()
+        elif self._fed_at is not None:
+            # nothing new to run the detectors on: the standing alerts age, and resolve once their evidence is stale
+            self.alerts = aged(self.alerts, _time.monotonic() - self._fed_at)
         return PollResult(self.clock() if not samples else max(by_time), tuple(samples), self.alerts, errors, stale)
 
     def _stale(self, name: str, status: SourceStatus, started: float, stale: dict[str, float]) -> None:
