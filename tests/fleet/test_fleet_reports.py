@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metamorphic import ENVELOPES, mutations
 from tensorfabric.errors import InputError, ParseError
@@ -154,3 +155,14 @@ def test_mutated_pastes_give_the_same_verdict(mutate: object) -> None:
 def test_hostile_inputs_end_in_a_parse_error(data: str) -> None:
     with pytest.raises(ParseError, match="expected `tensorfabric doctor --json` output"):
         read_report_text(data, source="hostile")
+
+
+@given(data=st.one_of(st.binary(max_size=400), st.text(max_size=400),
+                      st.lists(st.sampled_from(ONE.splitlines()), max_size=40).map("\n".join)))
+@settings(max_examples=25, deadline=None)
+def test_random_input_is_read_or_refused_with_a_parse_error(data: str | bytes) -> None:
+    try:
+        hosts, read = read_report_text(data, source="random")
+    except ParseError:
+        return
+    assert hosts and read.used > 0

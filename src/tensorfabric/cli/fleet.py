@@ -115,9 +115,11 @@ def cli(ctx: click.Context, pairs: str, line_rate: float | None, bulk_bytes: int
             # translates Slurm's or MPI's rank variables into the names it reads.
             os.environ.update(launched)
             from tensorfabric.cli._common import progress
+            from tensorfabric.fleet.schedule import schedule
 
             rank = int(os.environ["RANK"])
-            with progress("fleet rounds", None, enabled=None if rank == 0 else False) as advance:
+            rounds = len(schedule(max(int(os.environ["WORLD_SIZE"]), 1), pairs).rounds)
+            with progress("fleet rounds", rounds, enabled=None if rank == 0 else False) as advance:
                 outcome = fleet_rank(rank, config, on_round=lambda done, total: advance(1))
             from tensorfabric.fleet.check import FleetReport
 
