@@ -169,7 +169,7 @@ def gid_index(ctx: FleetContext) -> Iterable[Finding]:
 def traffic_class(ctx: FleetContext) -> Iterable[Finding]:
     """NCCL_IB_TC, NCCL_IB_FIFO_TC, UCX_IB_TRAFFIC_CLASS and the NIC's traffic_class override agree."""
     yield from _env_vote(ctx, "fleet.traffic-class", TC_VARS,
-                         "set {key}={want} on every host (the RoCE DSCP << 2: 104 for DSCP 26), so every host "
+                         "set {key}={want} on every host (106 for DSCP 26, as tensorfabric env derives), so every host "
                          "sends on the lossless class")
     # An override on one host and none on the others is a difference: "unset" votes too.
     yield from _port_vote(ctx, "fleet.traffic-class", "traffic_class override",
