@@ -33,7 +33,7 @@ from tensorfabric.fleet.check import FleetReport
 from tensorfabric.fleet.online import LAB_HOST_ENV, FleetConfig, fleet_rank
 from tensorfabric.fleet.schedule import schedule
 from tensorfabric.signals import terminate_as_interrupt
-from tensorfabric.transfer.launch import free_port, torchrun_env, under_torchrun
+from tensorfabric.transfer.launch import free_port, stop_ranks, torchrun_env, under_torchrun
 
 __all__ = ["FleetLaunchError", "launch_budget_s", "rank_variables", "run_in_lab", "run_local"]
 
@@ -88,19 +88,6 @@ def _local_child(rank: int, config: FleetConfig, env: dict[str, str], results: A
     results.put((rank, True, payload, ""))
 
 
-def _stop(procs: list[Any]) -> None:
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    until = time.monotonic() + 1.0
-    for proc in procs:
-        proc.join(timeout=max(0.0, until - time.monotonic()))
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=5.0)
-
-
 def run_local(config: FleetConfig, nprocs: int, *, env: Mapping[str, str] | None = None,
               budget_s: float | None = None, rank_fn: RankFn = fleet_rank) -> FleetReport:
     """``nprocs`` ranks as local processes (a rehearsal on one machine: every host is this one). ``rank_fn`` (a
@@ -122,7 +109,7 @@ def run_local(config: FleetConfig, nprocs: int, *, env: Mapping[str, str] | None
                 proc.start()
             outcome = _wait_rank0(procs, results, started + budget)
         finally:
-            _stop(procs)
+            stop_ranks(procs)
             results.close()
     return _finish(outcome, started, budget, {})
 

@@ -30,7 +30,7 @@ from tensorfabric.sim.results import SimResult, port_name, summarize
 from tensorfabric.sim.workloads import Flow, ModelShape, incast, kv_cache_bytes, permutation, tp_decode
 from tensorfabric.topology import Fabric
 
-__all__ = ["SCENARIOS", "Overrides", "Plan", "plan", "simulate"]
+__all__ = ["SCENARIOS", "Overrides", "Plan", "attach", "plan", "simulate"]
 
 LONG_FLOW_BYTES = 1e15
 """'Long-lived' flows: far more than any run can deliver."""
@@ -124,7 +124,7 @@ def _hosts(fabric: Fabric) -> list[str]:
     return [h.name for h in fabric.hosts]
 
 
-def _attach(fabric: Fabric) -> dict[str, str]:
+def attach(fabric: Fabric) -> dict[str, str]:
     """Host -> the switch its first link goes to."""
     out: dict[str, str] = {}
     for link in fabric.links:
@@ -184,7 +184,7 @@ def _incast(o: Overrides, fabric: Fabric | None) -> Plan:
 def _victim(o: Overrides, fabric: Fabric | None) -> Plan:
     rate = _rate_for(fabric, o, 100e9)
     fab = fabric or topologies.leaf_spine(2, 1, 5, rate, uplink_bps=4 * rate)
-    where = _attach(fab)
+    where = attach(fab)
     hosts = _hosts(fab)
     receiver = hosts[0]
     local = [h for h in hosts if where.get(h) == where.get(receiver) and h != receiver]
@@ -321,7 +321,7 @@ def _inference(o: Overrides, fabric: Fabric | None) -> Plan:
     tp = o.flows or 4
     if len(hosts) < tp + 1:
         raise InputError(f"inference-tp with TP={tp} needs {tp + 1} hosts; the fabric has {len(hosts)}")
-    where = _attach(fab)
+    where = attach(fab)
     # Spread the TP group over switches so the ring crosses the fabric, as cross-node TP does.
     group = sorted(hosts, key=lambda h: (hosts.index(h) % max(1, len(set(where.values()))), hosts.index(h)))[:tp]
     model = ModelShape(layers=o.layers or 8, batch=o.batch or 8)

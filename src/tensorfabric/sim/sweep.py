@@ -34,6 +34,7 @@ from tensorfabric.sim.executors import Executor
 from tensorfabric.sim.network import compile_network
 from tensorfabric.sim.pfc import PfcConfig
 from tensorfabric.sim.results import port_name, summarize
+from tensorfabric.sim.scenarios import attach
 from tensorfabric.sim.sweep_spec import PARAMS, SweepPoint, SweepSpec, TopologySpec, WorkloadSpec, expand
 from tensorfabric.sim.workloads import Flow, ModelShape, tp_decode
 from tensorfabric.topology import Fabric
@@ -95,21 +96,11 @@ def _placement(value: str) -> tuple[int, int, bool]:
     return int(tp), int(pp), how == "spread"
 
 
-def _tors(fabric: Fabric) -> dict[str, str]:
-    """Host -> the switch its first link goes to."""
-    out: dict[str, str] = {}
-    for link in fabric.links:
-        for a, b in ((link.a, link.b), (link.b, link.a)):
-            if a.device not in out and not fabric.is_switch(a.device) and fabric.is_switch(b.device):
-                out[a.device] = b.device
-    return out
-
-
 def place(fabric: Fabric, placement: str) -> list[list[str]]:
     """The hosts of each PP stage (TP ranks in order): packed fills one ToR after another, spread deals the
     ranks round-robin over the ToRs, so every TP ring and PP hop crosses the fabric."""
     tp, pp, spread = _placement(placement)
-    tors = _tors(fabric)
+    tors = attach(fabric)
     hosts = [h.name for h in fabric.hosts if h.name in tors]
     if tp * pp > len(hosts):
         raise InputError(f"placement {placement}: needs {tp * pp} hosts; the fabric has {len(hosts)}")
@@ -242,7 +233,7 @@ def plan_sweep(spec: SweepSpec, fabric: Fabric | None = None, ecn: EcnConfig | N
     base = SweepBase(fabric, spec.workload, spec.step_s, spec.duration_s, spec.dcqcn, ecn or ECN_DEFAULT,
                      PfcConfig())
     fastest = max((link.speed_bps for link in fabric.links), default=100e9)
-    n_hosts = len(_tors(fabric))
+    n_hosts = len(attach(fabric))
 
     def valid(values: Mapping[str, Any]) -> str | None:
         kmin, kmax = values.get("kmin", base.ecn.kmin_bytes), values.get("kmax", base.ecn.kmax_bytes)

@@ -42,8 +42,8 @@ from tensorfabric.errors import InputError, TensorFabricError, TransferError
 from tensorfabric.fsutil import SCRATCH_ENV, scratch
 from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["RankFailure", "SpawnError", "SpawnInputError", "free_port", "spawn", "spawn_error", "torchrun_env",
-           "under_torchrun"]
+__all__ = ["RankFailure", "SpawnError", "SpawnInputError", "free_port", "spawn", "spawn_error", "stop_ranks",
+           "torchrun_env", "under_torchrun"]
 
 _TORCHRUN_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 # Seconds a rank that exited cleanly may take before its result shows up on the queue (the queue's feeder
@@ -196,7 +196,7 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
                 proc.start()
             values, failures, reason = _collect(procs, results, timeout_s, grace_s, stack_dir)
         finally:
-            _stop(procs)
+            stop_ranks(procs)
             results.close()
     if failures:
         raise spawn_error(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values,
@@ -263,7 +263,7 @@ def _dump_stacks(procs: list[Any], stack_files: list[Path]) -> list[str]:
             for f in stack_files]
 
 
-def _stop(procs: list[Any]) -> None:
+def stop_ranks(procs: list[Any]) -> None:
     """Stop every rank within about a second: SIGTERM, then SIGKILL (a SIGSTOPped rank never sees SIGTERM)."""
     for proc in procs:
         if proc.is_alive():
