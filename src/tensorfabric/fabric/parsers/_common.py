@@ -105,8 +105,8 @@ def expand_interfaces(text: str, where: Where) -> list[str]:
 
     Accepts ``swp1``, ``swp1-4``, ``swp1,swp3``, ``Ethernet1-4``, ``Ethernet1/1-48``, ``ethernet 1/1-1/48``
     (NX-OS writes the range end with or without its slot). Names keep the spelling of the first element
-    with the type capitalised as vendors print it (``ethernet 1/1`` becomes ``Ethernet1/1``). A placeholder
-    (``Ethernet1/*``, ``EthernetN/1``) stays one name.
+    with the type capitalised as vendors print it (``ethernet 1/1`` becomes ``Ethernet1/1``). An interface
+    pattern as configuration guides print it (``Ethernet1/*``, ``EthernetN/1``) stays one name.
     """
     names: list[str] = []
     for item in (part.strip() for part in text.split(",")):
