@@ -19,6 +19,7 @@ from tensorfabric.cli._options import (
     fabric_option,
     force_option,
     json_option,
+    refuse_existing,
 )
 from tensorfabric.errors import InputError
 from tensorfabric.topology import Fabric
@@ -91,12 +92,13 @@ class _WithSweep(click.Command):
 @click.option("--wall-clock", "pace", type=DURATION, metavar="PACE",
               help="With --counters: stream the snapshots in real time, one PACE apart (e.g. 15s), for "
                    "`monitor --source replay:FILE --serve` and Prometheus rules (see docs/telemetry.md).")
+@force_option("--counters' or --plot's file")
 def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: int | None, size: int | None,
         rate: float | None, kmin: int | None, kmax: int | None, pmax: float | None, headroom: int | None,
         xoff: int | None, no_pfc: bool, no_ecn: bool, fail_links: tuple[str, ...], step: float | None,
         dcqcn: str | None, engine: str | None, acyclic: bool, layers: int | None, tokens: int | None, batch: int | None,
         seed: int | None, as_json: bool, plot: str | None,
-        counters: str | None, counter_interval: float | None, pace: float | None) -> int:
+        counters: str | None, counter_interval: float | None, pace: float | None, force: bool) -> int:
     """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them).
 
     `tensorfabric simulate sweep SPEC.yaml` runs many scenarios instead (see its --help)."""
@@ -104,6 +106,8 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
 
     if pace is not None and not counters:
         raise InputError("--wall-clock needs --counters FILE (the stream it writes in real time)")
+    # Refused before the simulation, which can take minutes, rather than after it.
+    refuse_existing({"--counters": counters, "--plot": plot}, force)
     interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
     fabric, spec_ecn = _load_fabric(fabric_path) if fabric_path else (None, None)
     if spec_ecn is not None:  # the spec's QoS plan is the default; flags still win
@@ -122,7 +126,7 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
     if counters and pace is not None:
-        _stream_counters(result, counters, pace)
+        _stream_counters(result, counters, pace, replace=force)
     from tensorfabric.fsutil import write_files
 
     # Both outputs are made in memory first; a full or read-only disk then says which were written.
@@ -163,8 +167,9 @@ def _counter_lines(result: Any) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _stream_counters(result: Any, path: str, pace: float) -> None:
+def _stream_counters(result: Any, path: str, pace: float, replace: bool) -> None:
     """Append each snapshot at its wall-clock time (never over an existing file: it may be someone's data)."""
+    import os
     import time
 
     from tensorfabric.sim.counters import counter_samples
@@ -173,6 +178,8 @@ def _stream_counters(result: Any, path: str, pace: float) -> None:
     cfg = result.params
     samples = counter_samples(result.network, result.trace, priority=int(cfg["priority"]), mtu=int(cfg["mtu"]),
                               lossless=bool(cfg.get("pfc", True)))
+    if replace and os.path.lexists(path):
+        os.unlink(path)  # a symlink itself, never its target: "x" then refuses to follow one
     try:
         handle = open(path, "x", encoding="utf-8")  # noqa: SIM115 -- held open for the whole stream
     except FileExistsError as exc:
