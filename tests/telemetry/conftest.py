@@ -72,7 +72,7 @@ def promtool() -> str:
     return found
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def prometheus_bin() -> str:
     """The real Prometheus server (Debian's package, unpacked by scripts/install-tools.sh)."""
     found = shutil.which("prometheus")

@@ -3,7 +3,8 @@ host names collide, each fed by a replay of a port paused 100 % of the time that
 
 Checks the two things only a real server shows: rates are honest (collect on scrape: the paused fraction
 stays within 1 % of 1.0 once the 1-minute window is full) and every rule evaluates with health "ok" when two
-exporters report the same host/device/port (no many-to-many matching). Loopback only; about 100 s.
+exporters report the same host/device/port (no many-to-many matching). Loopback only; about 115 s, started in
+the background by the module's first test so that the storm test below runs inside that wait.
 
 And alerts that resolve: the simulator's storm streamed in real time (`simulate --wall-clock`) through `monitor
 --serve` into Prometheus with the shipped rules; every alert fires during the storm and resolves after it, and a
@@ -20,8 +21,11 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tensorfabric.samples import Sample
 
@@ -76,7 +80,9 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], what: str, path: str =
     raise AssertionError(f"{what} did not answer on 127.0.0.1:{port}")
 
 
-def test_real_prometheus_rates_and_rule_health(prometheus_bin: str, tmp_path: Path) -> None:
+def _rates_experiment(prometheus_bin: str, tmp_path: Path) -> dict[str, Any]:
+    """Two exporters fed by a port paused 100 % of the time, scraped by a real Prometheus for RUN_S; returns what
+    the assertions read (the recording rule's range, the raw counters, rule health, targets)."""
     t0 = time.time() - 1000.0  # a port that has been paused for a while already
     stop = threading.Event()
     replays = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
@@ -114,13 +120,15 @@ def test_real_prometheus_rates_and_rule_health(prometheus_bin: str, tmp_path: Pa
         started = time.time()
         time.sleep(RUN_S)
         end = time.time()
-        result = _get(web, "/api/v1/query_range", query='roce:pfc_paused_fraction:rate1m{direction="rx"}',
-                      start=f"{started:.3f}", end=f"{end:.3f}", step=str(SCRAPE_S))
-        # each series from its own first scrape (a loaded machine may delay the first one by seconds)
-        raw = _get(web, "/api/v1/query", query=f'roce_pfc_paused_seconds_total{{direction="rx"}}[{RUN_S + 30}s]',
-                   time=f"{end:.3f}")
-        rules = _get(web, "/api/v1/rules")
-        targets = _get(web, "/api/v1/targets")
+        return {
+            "result": _get(web, "/api/v1/query_range", query='roce:pfc_paused_fraction:rate1m{direction="rx"}',
+                           start=f"{started:.3f}", end=f"{end:.3f}", step=str(SCRAPE_S)),
+            # each series from its own first scrape (a loaded machine may delay the first one by seconds)
+            "raw": _get(web, "/api/v1/query", query=f'roce_pfc_paused_seconds_total{{direction="rx"}}[{RUN_S + 30}s]',
+                        time=f"{end:.3f}"),
+            "rules": _get(web, "/api/v1/rules"),
+            "targets": _get(web, "/api/v1/targets"),
+        }
     finally:
         stop.set()
         for proc in procs:
@@ -130,19 +138,33 @@ def test_real_prometheus_rates_and_rule_health(prometheus_bin: str, tmp_path: Pa
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    assert all(t["health"] == "up" for t in targets["data"]["activeTargets"])
-    series = result["data"]["result"]
-    assert len(series) == 2, series  # one per exporter: instance keeps the colliding hosts apart
-    first = {s["metric"]["instance"]: float(s["values"][0][0]) for s in raw["data"]["result"]}
-    values = [float(v) for s in series for t, v in s["values"]
-              if float(t) >= first[s["metric"]["instance"]] + FULL_WINDOW_S]
-    assert len(values) >= 2 * ((RUN_S - FULL_WINDOW_S - 15) // SCRAPE_S)
-    print(f"roce:pfc_paused_fraction:rate1m over {len(values)} evaluations: min {min(values):.4f} "
-          f"max {max(values):.4f}")
-    assert 0.99 <= min(values) and max(values) <= 1.01, values
-    bad = [(r["name"], r["health"], r.get("lastError", "")) for g in rules["data"]["groups"] for r in g["rules"]
-           if r["health"] != "ok"]
-    assert not bad, bad
+
+
+@pytest.fixture(scope="module")
+def rates_run(prometheus_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], dict[str, Any]]]:
+    """The rates experiment started in the background when the module's first test asks for it: it is almost all
+    waiting for Prometheus' one-minute window, so the storm test runs meanwhile instead of after it."""
+    tmp = tmp_path_factory.mktemp("rates")
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["data"] = _rates_experiment(prometheus_bin, tmp)
+        except BaseException as exc:  # re-raised in the test that reads the result
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result() -> dict[str, Any]:
+        thread.join(timeout=RUN_S + 180)
+        assert not thread.is_alive(), "the rates experiment did not finish"
+        if "error" in out:
+            raise out["error"]
+        return dict(out["data"])
+
+    yield result
+    thread.join(timeout=RUN_S + 180)
 
 
 # --- storm alerts fire during the storm and resolve after it ---------------------------------------------------------
@@ -197,7 +219,8 @@ def _in_process(path: Path) -> tuple[set[tuple[str, str]], float, float]:
     return seen, min(by_time), max(by_time)
 
 
-def test_storm_alerts_fire_during_the_storm_and_resolve_after_it(prometheus_bin: str, tmp_path: Path) -> None:
+def test_storm_alerts_fire_during_the_storm_and_resolve_after_it(
+        prometheus_bin: str, tmp_path: Path, rates_run: Callable[[], dict[str, Any]]) -> None:
     """`simulate storm --wall-clock` -> `monitor --serve` -> a real Prometheus with the shipped rules (generated for
     3 s scrapes): every alert the in-process detectors raise on the storm fires in Prometheus during the storm and
     resolves within its for: plus two evaluation intervals of the stream's end; a healthy replay beside it raises
@@ -287,5 +310,23 @@ def test_storm_alerts_fire_during_the_storm_and_resolve_after_it(prometheus_bin:
         assert resolved <= bound, report[-1]
     print("\n".join(report) + f"\nslowest scrape: {slowest}")
     bad = [(r["name"], r["health"], r.get("lastError", "")) for g in health["data"]["groups"] for r in g["rules"]
+           if r["health"] != "ok"]
+    assert not bad, bad
+
+
+def test_real_prometheus_rates_and_rule_health(rates_run: Callable[[], dict[str, Any]]) -> None:
+    data = rates_run()
+    result, raw, rules, targets = data["result"], data["raw"], data["rules"], data["targets"]
+    assert all(t["health"] == "up" for t in targets["data"]["activeTargets"])
+    series = result["data"]["result"]
+    assert len(series) == 2, series  # one per exporter: instance keeps the colliding hosts apart
+    first = {s["metric"]["instance"]: float(s["values"][0][0]) for s in raw["data"]["result"]}
+    values = [float(v) for s in series for t, v in s["values"]
+              if float(t) >= first[s["metric"]["instance"]] + FULL_WINDOW_S]
+    assert len(values) >= 2 * ((RUN_S - FULL_WINDOW_S - 15) // SCRAPE_S)
+    print(f"roce:pfc_paused_fraction:rate1m over {len(values)} evaluations: min {min(values):.4f} "
+          f"max {max(values):.4f}")
+    assert 0.99 <= min(values) and max(values) <= 1.01, values
+    bad = [(r["name"], r["health"], r.get("lastError", "")) for g in rules["data"]["groups"] for r in g["rules"]
            if r["health"] != "ok"]
     assert not bad, bad
