@@ -27,6 +27,10 @@ format                what                                        extensions
 ``dell-sonic``        Dell Enterprise SONiC CLI running-config    .dellsonic
 ``cumulus-datapath``  Cumulus traffic.conf / qos_features.conf    .traffic_conf
 ``nvue-show``         ``nv show qos roce`` output                 .nvshow
+``sonic-redis``       ``redis-cli``/``sonic-db-cli`` hgetall      .redis
+``nvue-yaml``         NVUE startup.yaml / ``nv config show``      .yaml .yml
+``dell-os10``         Dell OS10 running-config subset             .os10
+``onyx``              NVIDIA Onyx / MLNX-OS running-config        .onyx
 ====================  ==========================================  =====================
 """
 
@@ -44,6 +48,7 @@ from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed, Detection
 from tensorfabric.fabric.parsers import (
     cumulus_datapath,
+    dell_os10,
     dell_sonic,
     eos,
     host_script,
@@ -52,8 +57,11 @@ from tensorfabric.fabric.parsers import (
     nccl_env,
     nvue,
     nvue_show,
+    nvue_yaml,
     nxos,
+    onyx,
     sonic,
+    sonic_redis,
 )
 from tensorfabric.fabric.parsers._read import Reading, reading
 from tensorfabric.intake import MAX_LINE_CHARS, Line, Tally
@@ -78,8 +86,9 @@ def _entry(module: ModuleType) -> _Entry:
 
 # Order breaks ties between equal scores: specific formats first, the permissive NAME=value format last.
 PARSERS: Registry[_Entry] = Registry("format")
-for _module in (sonic, junos, nvue_show, nvue, cumulus_datapath, host_script, mlnx_qos, dell_sonic, nxos, eos,
-                nccl_env):
+for _module in (sonic, sonic_redis, junos, nvue_show, nvue, nvue_yaml,
+                cumulus_datapath, host_script, mlnx_qos, dell_sonic, onyx, dell_os10,
+                nxos, eos, nccl_env):
     PARSERS.register(_module.FORMAT, _entry(_module))
 FORMATS: tuple[str, ...] = PARSERS.names()
 _MAX_BYTES = 64 * 1024 * 1024
