@@ -14,10 +14,17 @@ from collections.abc import Mapping
 __all__ = [
     "CNP_DSCP",
     "CNP_PRIORITY",
+    "ECN_KMAX_BYTES",
+    "ECN_KMIN_BYTES",
+    "ECN_PMAX_PERCENT",
     "ECT0",
     "LOSSLESS_PRIORITY",
     "PAUSE_QUANTA",
     "PAUSE_QUANTUM_BITS",
+    "PFCWD_ACTION",
+    "PFCWD_DETECTION_MS",
+    "PFCWD_POLL_MS",
+    "PFCWD_RESTORATION_MS",
     "ROCE_DSCP",
     "ROCE_UDP_PORT",
     "SONIC_LOSSLESS_PRIORITIES",
@@ -45,6 +52,28 @@ ECT0 = 2
 """ECN codepoint ECT(0) in the low two bits of the traffic-class byte."""
 PAUSE_QUANTUM_BITS = 512
 """One pause quantum is 512 bit times (IEEE 802.3 Annex 31B / 802.1Qbb)."""
+
+PFCWD_DETECTION_MS = 200
+"""PFC watchdog detection time: SONiC's ``pfcwd start_default`` (sonic-utilities pfcwd/main.py
+``DEFAULT_DETECTION_TIME = 200``) and NVIDIA's RoCE recipe; long enough that a congested but draining queue (PFC
+pauses last microseconds to a few ms) is never taken for a storm, short enough that a stuck receiver cannot hold
+the fabric for more than a fraction of a second."""
+PFCWD_RESTORATION_MS = 200
+"""PFC watchdog restoration time: SONiC's ``DEFAULT_RESTORATION_TIME = 200``. One value for every rule and renderer
+(rules once advised 200 and 400 ms): the vendor default, so a config that states it and one that relies on
+``start_default`` behave the same."""
+PFCWD_POLL_MS = 100
+"""Watchdog poll interval. SONiC defaults to 200 ms; detection is counted in whole polls, so polling at half the
+detection time keeps the detection of a storm within 200-300 ms instead of 200-400 ms (NX-OS and Cumulus express
+detection as a multiple of this interval)."""
+PFCWD_ACTION = "drop"
+"""Drop the stuck queue's frames during a storm (SONiC's ``DEFAULT_ACTION``): the pause stops spreading upstream."""
+ECN_KMIN_BYTES = 150_000
+"""ECN/WRED Kmin on the RoCE queue: NVIDIA's RoCE default (Cumulus ``nv set qos roce``: 150 KB)."""
+ECN_KMAX_BYTES = 1_500_000
+"""ECN/WRED Kmax: NVIDIA's RoCE default 1.5 MB, below the lossless PG's XOFF so DCQCN reacts before PFC pauses."""
+ECN_PMAX_PERCENT = 100.0
+"""Marking probability at Kmax: NVIDIA's RoCE default (mark every packet above Kmax rather than drop)."""
 
 PAUSE_QUANTA: Mapping[int, int] = {
     0: 1, 1: 2, 10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905, 800: 905,

@@ -32,6 +32,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "sonic-fragment-dscp-pfc.json": ("sonic", set()),
     "sonic-fragment-queues-no-wred.json": ("sonic", set()),
     "sonic-ecn-step-profile.json": ("sonic", set()),
+    "sonic-ecn-on-queue-4-fragment.json": ("sonic", set()),  # PFC on 3 and 4, ECN on 4: RoCE's queue is 4
     "sonic-pfcwd-start-default.json": ("sonic", {"pfcwd.no-timers"}),
     "sonic-pfcwd-absent.json": ("sonic", {"pfcwd.absent"}),
     "sonic-dscp-listed-twice.json": ("sonic", {"dscp.conflict"}),
@@ -44,6 +45,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "nxos-n9k-recipe.nxos": ("nxos", set()),
     "nxos-n3k-named-classes.nxos": ("nxos", set()),
     "nxos-fragment-interface.nxos": ("nxos", set()),
+    "nxos-n9k-qos-group-4.nxos": ("nxos", {"pfc.non-default-priority"}),
     "nxos-n9k-cos-only-routed.nxos": ("nxos", {"trust.pcp-on-routed"}),
     "nxos-n9k-dscp-in-two-classes.nxos": ("nxos", {"dscp.conflict"}),
     "nxos-n3k-no-hysteresis.nxos": ("nxos", {"pfc.no-hysteresis"}),
@@ -51,6 +53,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     # Arista EOS
     "eos-7060x5-segments.eos": ("eos", set()),
     "eos-default-map-rewrite.eos": ("eos", set()),
+    "eos-lossless-queue-4-fragment.eos": ("eos", set()),
     "eos-lossless-priority-4.eos": ("eos", {"pfc.non-default-priority"}),
     "eos-cnp-queue-not-strict.eos": ("eos", {"cnp.not-strict"}),
     "eos-watchdog-no-timers.eos": ("eos", {"pfcwd.no-timers"}),
@@ -67,6 +70,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     # Dell Enterprise SONiC CLI
     "dell-z9664-roce.dellsonic": ("dell-sonic", set()),
     "dell-fragment-maps.dellsonic": ("dell-sonic", set()),
+    # RoCE marked DSCP 24: lossy under the default plan (DSCP 26); clean under specs/roce-dscp-24.yaml
+    "dell-roce-dscp-24.dellsonic": ("dell-sonic", {"roce.dscp-not-lossless"}),
     "dell-cnp-queue-dwrr.dellsonic": ("dell-sonic", {"cnp.weighted"}),
     "dell-watchdog-no-timers.dellsonic": ("dell-sonic", {"pfcwd.no-timers"}),
     # Junos class-of-service: PFC priority 3 on queue 4 is legal

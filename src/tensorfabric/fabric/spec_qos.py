@@ -12,7 +12,19 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tensorfabric.fabric.spec_types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed, Text
-from tensorfabric.roce import CNP_DSCP, CNP_PRIORITY, LOSSLESS_PRIORITY, ROCE_DSCP, ROCE_UDP_PORT, traffic_class
+from tensorfabric.roce import (
+    CNP_DSCP,
+    CNP_PRIORITY,
+    ECN_KMAX_BYTES,
+    ECN_KMIN_BYTES,
+    LOSSLESS_PRIORITY,
+    PFCWD_DETECTION_MS,
+    PFCWD_POLL_MS,
+    PFCWD_RESTORATION_MS,
+    ROCE_DSCP,
+    ROCE_UDP_PORT,
+    traffic_class,
+)
 
 __all__ = [
     "ClassifierPlan",
@@ -54,8 +66,8 @@ class EcnProfile(SpecModel):
 
     speed_bps: Speed | None = Field(default=None, alias="speed")
     """Applies to ports of this speed; the profile without a speed is the default."""
-    kmin: Size = 150_000
-    kmax: Size = 1_500_000
+    kmin: Size = ECN_KMIN_BYTES
+    kmax: Size = ECN_KMAX_BYTES
     pmax: Percent = 100
 
 
@@ -77,9 +89,9 @@ class MtuPlan(SpecModel):
 
 class WatchdogPlan(SpecModel):
     enabled: bool = True
-    detection_ms: int = Field(default=200, ge=1, le=60_000)
-    restoration_ms: int = Field(default=200, ge=1, le=60_000)
-    poll_ms: int = Field(default=100, ge=1, le=60_000)
+    detection_ms: int = Field(default=PFCWD_DETECTION_MS, ge=1, le=60_000)
+    restoration_ms: int = Field(default=PFCWD_RESTORATION_MS, ge=1, le=60_000)
+    poll_ms: int = Field(default=PFCWD_POLL_MS, ge=1, le=60_000)
     action: Literal["drop", "forward", "alert"] = "drop"
 
 

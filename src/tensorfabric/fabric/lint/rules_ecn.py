@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tensorfabric.fabric.lint import finding, rule
-from tensorfabric.fabric.lint.rules_dscp import priority_of
+from tensorfabric import roce
+from tensorfabric.fabric.lint import finding, fixes, rule
 from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
 
@@ -14,16 +14,19 @@ THRESHOLDS = "ecn.thresholds"
 AFTER_PFC = "ecn.after-pfc"
 
 
-def _roce_queue(ctx: LintContext, ref: PortRef) -> int:
-    # The priority RoCE really lands on when it is lossless there (a non-3 lossless priority is legal); else the
-    # plan's: a wrong DSCP map is R1's finding, not a missing ECN profile.
-    prio = priority_of(ref, ctx.plan.roce.dscp[0])
-    lossless = ref.port.pfc_priorities or frozenset()
-    if prio is None and len(lossless) == 1:
-        prio = next(iter(lossless))  # an excerpt without the DSCP map: RoCE rides the one lossless class it shows
-    if prio is None or prio not in lossless:
-        prio = ctx.plan.roce.priority
-    return ref.device.queue_of(prio)
+def _roce_queues(ctx: LintContext, ref: PortRef) -> tuple[tuple[int, ...], bool]:
+    """The egress queues RoCE rides on this port by its own config, and whether one of them is certain.
+
+    The lossless class the RoCE DSCP lands in when there is one; else every lossless class the config uses (R1
+    reports a RoCE DSCP in a lossy class, so this rule does not report it twice); the plan's priority only when
+    the config states no lossless class at all.
+    """
+    intent = ctx.roce_intent(ref)
+    if intent.roce:
+        return tuple(sorted({c.queue for c in intent.roce})), intent.determined
+    if intent.priority is not None and not intent.classes and intent.dscp in (ref.port.dscp_to_priority or {}):
+        return (ref.device.queue_of(intent.priority),), True
+    return (ref.device.queue_of(ctx.plan.roce.priority),), True
 
 
 @rule(DISABLED, "error", "R5", "no ECN marking on the RoCE queue of a switch, or DCQCN off on a NIC")
@@ -31,17 +34,22 @@ def disabled(ctx: LintContext) -> Iterator[Finding]:
     for ref in ctx.ports("switch"):
         if ref.port.ecn is None:
             continue
-        queue = _roce_queue(ctx, ref)
-        profile = ref.port.ecn.get(queue)
-        if profile is None or not profile.ecn:
-            yield finding(DISABLED, ref.subject, f"queue {queue} (RoCE) has no ECN marking"
+        queues, certain = _roce_queues(ctx, ref)
+        marking = [q for q in queues if (p := ref.port.ecn.get(q)) is not None and p.ecn]
+        # A stand-in set of classes passes when one of them marks: which of them RoCE rides is not known.
+        missing = [q for q in queues if q not in marking] if certain else ([] if marking else list(queues))
+        for queue in missing:
+            profile = ref.port.ecn.get(queue)
+            yield finding(DISABLED, ref.subject, f"queue {queue} (RoCE"
+                          + ("" if certain else f", one of the lossless queues {list(queues)}") + ") has no ECN marking"
                           + (" (WRED drops instead)" if profile is not None else "")
                           + "; DCQCN never slows senders and PFC does all the work",
                           {"queue": queue, "ecn_queues": sorted(ref.port.ecn), "source": ref.device.source},
-                          f"enable ECN on queue {queue} (Kmin/Kmax/Pmax from the plan)")
+                          fixes.ecn_on_queue(ref.device.format, queue))
     for ref in ctx.ports("host"):
         enabled = ref.port.ecn_priorities
-        prio = ctx.plan.roce.priority
+        intent = ctx.roce_intent(ref)
+        prio = intent.roce[0].priority if intent.determined else ctx.plan.roce.priority
         if enabled is not None and prio not in enabled:
             yield finding(DISABLED, ref.subject, f"DCQCN (roce_np/roce_rp) is off for RoCE priority {prio}",
                           {"ecn_priorities": sorted(enabled), "priority": prio},
@@ -59,7 +67,8 @@ def thresholds(ctx: LintContext) -> Iterator[Finding]:
                               f"{profile.kmax_bytes} {unit}, Pmax {profile.pmax_percent:g} %; marking needs Kmin <= "
                               "Kmax and Pmax > 0", {"queue": queue, "kmin_bytes": profile.kmin_bytes,
                                                "kmax_bytes": profile.kmax_bytes, "pmax": profile.pmax_percent},
-                              "use e.g. Kmin 150KB, Kmax 1.5MB, Pmax 100 %")
+                              f"use e.g. Kmin {roce.ECN_KMIN_BYTES // 1000}KB, Kmax {roce.ECN_KMAX_BYTES / 1e6:g}MB, "
+                              f"Pmax {roce.ECN_PMAX_PERCENT:g} %")
 
 
 @rule(AFTER_PFC, "error", "R5", "ECN Kmax at or above the ingress PFC XOFF trigger")

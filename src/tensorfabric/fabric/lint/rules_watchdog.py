@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tensorfabric import roce
 from tensorfabric.fabric.lint import finding, rule
 from tensorfabric.fabric.lint.view import LintContext
 from tensorfabric.findings import Finding
+
+# One advice everywhere (issue 30): the vendor defaults SONiC's `pfcwd start_default` applies (roce.py says why).
+ADVICE = (f"{roce.PFCWD_ACTION}, {roce.PFCWD_DETECTION_MS} ms detection / {roce.PFCWD_RESTORATION_MS} ms "
+          f"restoration, {roce.PFCWD_POLL_MS} ms poll")
 
 OFF = "pfcwd.off"
 SETTINGS = "pfcwd.settings"
@@ -22,7 +27,7 @@ def off(ctx: LintContext) -> Iterator[Finding]:
         if wd is not None and not wd.enabled and ref.port.pfc_priorities:
             yield finding(OFF, ref.subject, "PFC watchdog is off; a stuck NIC can pause the fabric indefinitely",
                           {"watchdog": False, "source": ref.device.source},
-                          "enable the PFC watchdog (drop, 200 ms detection / 200 ms restoration)")
+                          f"enable the PFC watchdog ({ADVICE})")
 
 
 @rule(SETTINGS, "warning", "R10", "PFC watchdog forwards/alerts only or detects faster than it polls")
@@ -58,7 +63,7 @@ def no_timers(ctx: LintContext) -> Iterator[Finding]:
                           "restoration time; it runs on platform defaults nobody reviewed",
                           {"watchdog": True, "detection_ms": None, "restoration_ms": wd.restoration_ms,
                            "source": ref.device.source},
-                          "set detection and restoration explicitly (e.g. 200 ms / 400 ms)")
+                          f"set detection and restoration explicitly ({ADVICE})")
 
 
 @rule(ABSENT, "warning", "R10", "no PFC watchdog configured on a lossless port of a whole-device config")
@@ -68,4 +73,4 @@ def absent(ctx: LintContext) -> Iterator[Finding]:
             yield finding(ABSENT, ref.subject, "the port is lossless but the configuration has no PFC watchdog; a "
                           "stuck receiver can pause the fabric indefinitely",
                           {"pfc_priorities": sorted(ref.port.pfc_priorities), "source": ref.device.source},
-                          "configure the PFC watchdog (drop, 200 ms detection / 400 ms restoration)")
+                          f"configure the PFC watchdog ({ADVICE})")

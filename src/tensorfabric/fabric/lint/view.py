@@ -21,6 +21,7 @@ from tensorfabric.fabric.headroom import (
     headroom_for_port,
     least_switch_headroom,
 )
+from tensorfabric.fabric.lint.intent import LosslessClass, RoceIntent, lossless_classes, roce_intent
 from tensorfabric.fabric.renderers.plan import HostPlan, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec, HostSpec
 from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan
@@ -109,6 +110,14 @@ class LintContext:
             for other in switches[i + 1:]:
                 yield PortRef(sw, sw.port("*")), PortRef(other, other.port("*")), \
                     f"switch {sw.device} vs switch {other.device}"
+
+    def lossless_classes(self, ref: PortRef) -> tuple[LosslessClass, ...] | None:
+        """The port's lossless classes as its own config wires them (None when its PFC priorities are unknown)."""
+        return lossless_classes(ref)
+
+    def roce_intent(self, ref: PortRef) -> RoceIntent:
+        """Where the port's config puts the plan's RoCE DSCP, and the lossless classes to judge RoCE on."""
+        return roce_intent(ref, self.plan.roce.dscp)
 
     def needed_headroom(self, ref: PortRef) -> HeadroomResult | None:
         """What the port needs for its real cable, speed and MTU."""

@@ -1,6 +1,7 @@
 """Arista EOS running-config (the QoS/PFC subset) into a :class:`Deployed`.
 
-Understood: ``hostname``; ``qos map dscp D... to traffic-class T``; ``qos map traffic-class T to tx-queue Q``;
+Understood: ``hostname``; ``qos map dscp D... to traffic-class T [drop-precedence P]`` (the drop precedence picks
+a WRED colour within T); ``qos map traffic-class T to tx-queue Q``;
 ``qos profile NAME`` blocks (``qos trust``, ``priority-flow-control on``/``priority N no-drop``,
 ``uc-tx-queue``/``tx-queue`` blocks with ``priority strict``, ``bandwidth percent`` and
 ``random-detect ecn``); the global ``priority-flow-control pause watchdog`` lines; and ``interface`` blocks
@@ -16,6 +17,10 @@ record of a whole config (``hostname`` and interfaces) holds the whole table (``
 changed it). An excerpt leaves the table unknown: a ``qos map dscp`` line may sit outside it. ``qos map traffic-class N
 to dscp M`` rewrites the DSCP of leaving packets: it is recorded as ``priority_to_dscp`` and classifies nothing.
 Routed ports trust DSCP by default.
+
+PFC takes effect only where it is applied: a ``qos profile`` reaches a port through ``service-profile``, so in a
+whole config a profile that enables PFC but that no interface applies is reported (the operator's intent is not in
+force), and the global ``priority-flow-control all off`` turns PFC off on every interface whatever its profile says.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from tensorfabric import roce, units
 from tensorfabric.errors import InputError
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust, Watchdog
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Block,
     Where,
@@ -170,6 +175,12 @@ def _read_block(block: Block, r: Reading, qos: _Qos, partial: bool) -> list[Bloc
     return rest
 
 
+def _dscp_map_tail(w: list[str]) -> bool:
+    tail = w[w.index("to") + 1:]
+    return (len(tail) == 2 and tail[0] == "traffic-class") or (
+        len(tail) == 4 and tail[0] == "traffic-class" and tail[2] == "drop-precedence")
+
+
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
     lines = config_lines(r)
@@ -190,15 +201,21 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     wd: dict[str, float] = {}
     wd_action: str | None = None
     wd_seen = False
+    all_off: int | None = None
     ports: list[PortQos] = []
     shaped: set[str] = set()
+    applied: set[str] = set()
     for block in tree:
         w, where = block.words, block.where(source)
         with r.statement(block.line):
             if w[0] == "hostname" and len(w) == 2:
                 hostname = w[1]
-            elif w[:3] == ["qos", "map", "dscp"] and "to" in w and w[-2] == "traffic-class":
-                tc = parse_int(w[-1], where, what="traffic-class", lo=0, hi=7)
+            elif w[:3] == ["qos", "map", "dscp"] and "to" in w and _dscp_map_tail(w):
+                # "... to traffic-class N drop-precedence M" (7280R/7500R): the drop precedence picks a WRED
+                # colour inside class N, it does not move the DSCP to another class.
+                tc = parse_int(w[w.index("to") + 2], where, what="traffic-class", lo=0, hi=7)
+                if len(w) > w.index("to") + 3:
+                    parse_int(w[-1], where, what="drop-precedence", lo=0, hi=3)
                 values = [parse_int(item, where, what="dscp", lo=0, hi=63) for item in w[3:w.index("to")]]
                 dscp.update(dict.fromkeys(values, tc))
             elif w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp":
@@ -216,8 +233,10 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
                 wd_seen = True
             elif w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5:
                 wd_seen, wd_action = True, w[4]
+            elif w == ["priority-flow-control", "all", "off"]:
+                all_off = block.line
             elif w[0] == "interface" and len(w) >= 2:
-                found, qos_block = _interface(block, r, profiles, partial=block is partial_last)
+                found, qos_block = _interface(block, r, profiles, applied, partial=block is partial_last)
                 ports.extend(found)
                 if qos_block:
                     shaped.update(p.name for p in found)
@@ -228,6 +247,18 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     # A whole config: hostname, interfaces, and an end (EOS closes every block with "!"); a text that stops inside
     # a block is a part of one, whatever it starts with.
     complete = hostname is not None and bool(ports) and not tail_open(lines)
+    defects: list[ConfigDefect] = []
+    notes: list[str] = []
+    if all_off is not None:
+        # A global switch over every interface's own PFC lines: nothing below it pauses.
+        ports = [replace(p, pfc_priorities=frozenset()) for p in ports]
+        notes.append("'priority-flow-control all off' disables PFC on every interface, whatever the profiles say")
+    if complete:
+        for name, prof in sorted(profiles.items()):
+            if name not in applied and prof.pfc_on and prof.no_drop:
+                defects.append(ConfigDefect(None, f"qos profile {name!r} enables PFC on priority "
+                                            f"{sorted(prof.no_drop)} but no interface applies it: that PFC is not in "
+                                            "force", f"service-profile {name} under each RoCE interface"))
     # Timers are global; the watchdog itself is switched on per interface or profile, so "off" where no line
     # switches it on is a fact only of a whole config.
     timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
@@ -247,10 +278,11 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     return Deployed(device=device or hostname or device_from_source(source), kind="switch", format=FORMAT,
                     source=source, dscp_to_priority=table, priority_to_queue=queue,
                     watchdog=watchdog, ports=tuple(ports), priority_to_dscp=rewrite,
-                    default_dscp_map=complete and not dscp, complete=complete)
+                    default_dscp_map=complete and not dscp, complete=complete, defects=tuple(defects),
+                    notes=tuple(notes))
 
 
-def _interface(block: Block, r: Reading, profiles: dict[str, _Qos], *,
+def _interface(block: Block, r: Reading, profiles: dict[str, _Qos], applied: set[str], *,
                partial: bool) -> tuple[list[PortQos], bool]:
     source = r.source
     where = block.where(source)
@@ -280,6 +312,7 @@ def _interface(block: Block, r: Reading, profiles: dict[str, _Qos], *,
                     raise cwhere.error(f"service-profile {cw[1]!r} is not defined above; the port's QoS from it "
                                        "is unknown")
                 profile = profiles[cw[1]]
+                applied.add(cw[1])
             else:
                 continue
             r.use(child.line)

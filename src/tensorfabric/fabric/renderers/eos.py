@@ -8,6 +8,7 @@ switched on in the profile of lossless ports.
 
 from __future__ import annotations
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile
 from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
@@ -65,10 +66,10 @@ def render(plan: SwitchPlan) -> str:
     wd = plan.watchdog
     if wd.enabled:
         prefix = "priority-flow-control pause watchdog"
-        out += [f"{prefix} default timeout {number((wd.detection_ms or 200) / 1000)}",
-                f"{prefix} default recovery-time {number((wd.restoration_ms or 200) / 1000)}",
-                f"{prefix} default polling-interval {number((wd.polling_ms or 100) / 1000)}",
-                f"{prefix} action {_ACTION.get(wd.action or 'drop', 'drop')}", "!"]
+        out += [f"{prefix} default timeout {number((wd.detection_ms or roce.PFCWD_DETECTION_MS) / 1000)}",
+                f"{prefix} default recovery-time {number((wd.restoration_ms or roce.PFCWD_RESTORATION_MS) / 1000)}",
+                f"{prefix} default polling-interval {number((wd.polling_ms or roce.PFCWD_POLL_MS) / 1000)}",
+                f"{prefix} action {_ACTION.get(wd.action or roce.PFCWD_ACTION, roce.PFCWD_ACTION)}", "!"]
     blocks = [(port.name, tuple([f"   description {cli_text(port.peer, 'link peer')}"] if port.peer else [])
                                 + (f"   mtu {port.mtu}", f"   service-profile {_profile_name(port)}"))
               for port in plan.ports]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
 from tensorfabric.fabric.renderers._escape import comment, shell
 from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
@@ -75,7 +76,7 @@ def render(plan: SwitchPlan) -> str:
                     f"nv set qos egress-scheduler default-global traffic-class {prio} bw-percent {plan.ets[prio]}"]
 
     wd = plan.watchdog
-    poll = wd.polling_ms or 100.0
+    poll = wd.polling_ms or float(roce.PFCWD_POLL_MS)
     if wd.enabled:
         out += [f"nv set qos pfc-watchdog polling-interval {number(poll)}",
                 f"nv set qos pfc-watchdog robustness {max(1, math.ceil((wd.detection_ms or poll) / poll))}"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile
 from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
@@ -102,7 +103,7 @@ def render(plan: SwitchPlan) -> str:
 
     wd = plan.watchdog
     if wd.enabled:
-        poll = wd.polling_ms or 100.0
+        poll = wd.polling_ms or float(roce.PFCWD_POLL_MS)
         out += ["priority-flow-control watch-dog-interval on",
                 f"priority-flow-control watch-dog interval {number(poll)}",
                 f"priority-flow-control watch-dog shutdown-multiplier "

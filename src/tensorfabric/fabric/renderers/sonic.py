@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
 from tensorfabric.fabric.renderers._escape import json_text
 from tensorfabric.fabric.renderers._text import metres, number, speed_label
@@ -116,12 +117,13 @@ def render(plan: SwitchPlan) -> str:
     db["BUFFER_PG"] = pgs
     db["CABLE_LENGTH"] = {"AZURE": {p.name: metres(p.cable_length_m) for p in plan.ports
                                     if p.cable_length_m is not None}}
-    pfc_wd: dict[str, dict[str, str]] = {"GLOBAL": {"POLL_INTERVAL": number(plan.watchdog.polling_ms or 200)}}
+    wd = plan.watchdog
+    pfc_wd: dict[str, dict[str, str]] = {"GLOBAL": {"POLL_INTERVAL": number(wd.polling_ms or roce.PFCWD_POLL_MS)}}
     if wd_on:
         for port in plan.ports:
             if port.lossless:
-                pfc_wd[port.name] = {"action": plan.watchdog.action or "drop",
-                                     "detection_time": number(plan.watchdog.detection_ms or 200),
-                                     "restoration_time": number(plan.watchdog.restoration_ms or 200)}
+                pfc_wd[port.name] = {"action": wd.action or roce.PFCWD_ACTION,
+                                     "detection_time": number(wd.detection_ms or roce.PFCWD_DETECTION_MS),
+                                     "restoration_time": number(wd.restoration_ms or roce.PFCWD_RESTORATION_MS)}
     db["PFC_WD"] = pfc_wd
     return json.dumps(db, indent=2) + "\n"

@@ -1,0 +1,97 @@
+"""Lint judged on the config's own lossless classes (issue 27 Build 4, Acceptance 3) and the rules added with it.
+
+A config whose lossless queue is 4, or whose RoCE DSCP is 24 under a spec that says so, gets no false error: the
+rules derive DSCP -> priority -> queue -> PFC from the config (``fabric.lint.intent``) instead of assuming the
+plan's priority 3.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tensorfabric import roce
+from tensorfabric.cli.main import main
+from tensorfabric.fabric.lint import RULES, lint, rule_status
+from tensorfabric.fabric.lint.view import build_context
+from tensorfabric.fabric.parsers import parse_deployed, parse_text
+from tensorfabric.fabric.spec import load_spec
+
+from .fabric_core_paths import FIXTURES, SPECS
+
+DIALECTS = FIXTURES / "dialects"
+
+QUEUE_4 = ["sonic-ecn-on-queue-4-fragment.json", "eos-lossless-queue-4-fragment.eos", "nxos-n9k-qos-group-4.nxos"]
+
+
+@pytest.mark.parametrize("name", QUEUE_4)
+def test_lossless_queue_4_gets_no_false_error(name: str) -> None:
+    record = parse_deployed(DIALECTS / name)
+    findings = lint(None, [record])
+    assert [f for f in findings if f.severity == "error"] == [], [(f.rule, f.message) for f in findings]
+    ctx = build_context(None, [record])
+    for ref in ctx.ports("switch"):
+        classes = ctx.lossless_classes(ref)
+        assert classes is not None and 4 in {c.queue for c in classes}
+        assert 4 in {c.queue for c in ctx.roce_intent(ref).roce}
+
+
+def test_ecn_off_on_the_real_lossless_queue_is_still_found() -> None:
+    # The same fragment with the WRED profile moved to queue 3: RoCE's queue (3 or 4) marks nothing on queue 4.
+    text = (DIALECTS / "sonic-ecn-on-queue-4-fragment.json").read_text().replace('"wred_profile": "RDMA_ECN"',
+                                                                                '"wred_profile": "NONE_ECN"')
+    text = text.replace('"RDMA_ECN": {\n            "ecn": "ecn_all"', '"NONE_ECN": {\n            "ecn": "ecn_none"')
+    findings = lint(None, [parse_text(text, source="x.json")])
+    assert {f.rule for f in findings if f.severity == "error"} == {"ecn.disabled"}
+    assert all("one of the lossless queues [3, 4]" in f.message for f in findings if f.rule == "ecn.disabled")
+
+
+def test_roce_intent_follows_the_map_and_stands_in_when_it_is_unknown() -> None:
+    nxos = build_context(None, [parse_deployed(DIALECTS / "nxos-n9k-qos-group-4.nxos")])
+    ref = next(nxos.ports("switch"))
+    intent = nxos.roce_intent(ref)
+    assert intent.determined and intent.priority == 4 and [c.priority for c in intent.roce] == [4]
+    assert intent.roce[0].dscps == frozenset({26})
+    sonic = build_context(None, [parse_deployed(DIALECTS / "sonic-ecn-on-queue-4-fragment.json")])
+    ref = next(sonic.ports("switch"))
+    intent = sonic.roce_intent(ref)
+    assert not intent.determined and intent.priority is None and [c.queue for c in intent.roce] == [3, 4]
+    assert all(c.dscps is None and c.used is None for c in intent.roce)
+
+
+def test_roce_dscp_in_a_lossy_class_is_one_finding_not_two() -> None:
+    # DSCP 26 -> TC 3 without PFC, PFC and ECN on 4: R1 reports it; ECN is judged on the class the config uses.
+    text = (DIALECTS / "nxos-n9k-qos-group-4.nxos").read_text().replace("class RDMA\n    set qos-group 4",
+                                                                      "class RDMA\n    set qos-group 3")
+    rules = {f.rule for f in lint(None, [parse_text(text, source="x.nxos")]) if f.severity == "error"}
+    assert rules == {"roce.dscp-not-lossless"}
+
+
+def test_roce_dscp_24_under_a_spec_that_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DIALECTS / "dell-roce-dscp-24.dellsonic"
+    spec = load_spec(SPECS / "roce-dscp-24.yaml")
+    assert spec.qos.roce.dscp == (24,) or list(spec.qos.roce.dscp) == [24]
+    assert [f for f in lint(spec, [parse_deployed(path)]) if f.severity != "info"] == []
+    code = main(["fabric", "lint", "--fabric", str(SPECS / "roce-dscp-24.yaml"), "--deployed", str(path), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and [f for f in out["findings"] if f["severity"] == "error"] == []
+    # Against the default plan (DSCP 26) the same config really sends RoCE to a lossy class.
+    assert {f.rule for f in lint(None, [parse_deployed(path)])} == {"roce.dscp-not-lossless"}
+
+
+def test_one_watchdog_advice_everywhere() -> None:
+    want = f"{roce.PFCWD_DETECTION_MS} ms detection / {roce.PFCWD_RESTORATION_MS} ms restoration"
+    dell = parse_deployed(DIALECTS / "dell-watchdog-no-timers.dellsonic")
+    sonic = parse_deployed(DIALECTS / "sonic-pfcwd-absent.json")
+    fixes = {f.rule: f.fix for f in lint(None, [dell]) + lint(None, [sonic]) if f.rule.startswith("pfcwd.")}
+    assert fixes and all(str(roce.PFCWD_DETECTION_MS) in fix for fix in fixes.values()), fixes
+    assert "400" not in "".join(fixes.values())
+    from tensorfabric.fabric.lint.rules_watchdog import ADVICE
+    assert want in ADVICE
+
+
+def test_every_rule_declares_the_facts_it_needs() -> None:
+    ctx = build_context(None, [parse_deployed(DIALECTS / "sonic-ecn-on-queue-4-fragment.json")])
+    statuses = {s.rule: s for s in rule_status(ctx)}
+    assert set(statuses) == set(RULES)
