@@ -29,7 +29,7 @@ def test_env_doctor_and_render_derive_the_same_value(tmp_path: Path, capsys: pyt
     out = capsys.readouterr().out
     assert f"NCCL_IB_TC={roce.TRAFFIC_CLASS}\n" in out
     assert main(["doctor", "--sysfs-root", sysfs, "--json"]) == 1
-    fixes = [f["fix"] for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "env.tc-not-lossless"]
+    fixes = [f["fix"] for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "nccl.tc-not-lossless"]
     assert fixes and fixes[0].startswith(f"export NCCL_IB_TC={roce.TRAFFIC_CLASS} ")
     assert main(["fabric", "render", "--fabric", str(ROOT / "examples" / "fabric.yaml"), "--out", str(tmp_path)]) == 0
     scripts = "".join(p.read_text() for p in tmp_path.iterdir() if p.suffix == ".sh")

@@ -41,21 +41,21 @@ def _doctor_fires(rules: set[str], var: str, value: str) -> bool:
 @pytest.mark.parametrize("value", ["0", "96", "104", "106", "107", "0x6a", "0x60", "abc", "", "-4", "300", " 106"])
 def test_ib_tc_same_verdict(value: str) -> None:
     assert _lint_fires("nccl.tc-not-lossless", "NCCL_IB_TC", value) == \
-        _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", value)
+        _doctor_fires({"nccl.tc-not-lossless"}, "NCCL_IB_TC", value)
 
 
 @pytest.mark.parametrize("value", ["0", "1", "3", "-1", "", "x", "0x3"])
 def test_gid_index_same_verdict(value: str) -> None:
     # The doctor, holding the GID table, says more (error vs info); pinned or not is the shared verdict.
     assert _lint_fires("nccl.gid-index-pinned", "NCCL_IB_GID_INDEX", value) == \
-        _doctor_fires({"gid.index-env", "gid.index-pinned"}, "NCCL_IB_GID_INDEX", value)
+        _doctor_fires({"gid.index-env", "nccl.gid-index-pinned"}, "NCCL_IB_GID_INDEX", value)
 
 
 @pytest.mark.parametrize("value", ["mlx5_0", "mlx5_0,mlx5_1", "^mlx5_1", "=mlx5_0", "^=mlx5_1", "=mlx5_0:1",
                                    "mlx5_1:1"])
 def test_ib_hca_prefix_same_verdict(value: str) -> None:
     assert _lint_fires("nccl.hca-prefix-match", "NCCL_IB_HCA", value) == \
-        _doctor_fires({"env.ib-hca-prefix"}, "NCCL_IB_HCA", value)
+        _doctor_fires({"nccl.hca-prefix-match"}, "NCCL_IB_HCA", value)
 
 
 def test_the_cases_cover_both_verdicts() -> None:
@@ -64,7 +64,7 @@ def test_the_cases_cover_both_verdicts() -> None:
     assert not _lint_fires("nccl.gid-index-pinned", "NCCL_IB_GID_INDEX", "-1")
     assert _lint_fires("nccl.hca-prefix-match", "NCCL_IB_HCA", "^mlx5_1")
     assert not _lint_fires("nccl.hca-prefix-match", "NCCL_IB_HCA", "=mlx5_0")
-    assert _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", "0")
-    assert not _doctor_fires({"env.tc-not-lossless"}, "NCCL_IB_TC", "0x6a")  # strtoll base 0 reads hex: 106
-    assert _doctor_fires({"gid.index-env", "gid.index-pinned"}, "NCCL_IB_GID_INDEX", "3")
-    assert not _doctor_fires({"gid.index-env", "gid.index-pinned"}, "NCCL_IB_GID_INDEX", "-1")  # NCCL's auto
+    assert _doctor_fires({"nccl.tc-not-lossless"}, "NCCL_IB_TC", "0")
+    assert not _doctor_fires({"nccl.tc-not-lossless"}, "NCCL_IB_TC", "0x6a")  # strtoll base 0 reads hex: 106
+    assert _doctor_fires({"gid.index-env", "nccl.gid-index-pinned"}, "NCCL_IB_GID_INDEX", "3")
+    assert not _doctor_fires({"gid.index-env", "nccl.gid-index-pinned"}, "NCCL_IB_GID_INDEX", "-1")  # NCCL's auto

@@ -109,7 +109,8 @@ def test_nv_show_qos_roce() -> None:
 
 def test_nvue_transcript_with_prompts_and_output() -> None:
     d = parse_deployed(DIALECTS / "cumulus-5x-nvue-transcript.nvue")
-    assert d.device == "cl5-leaf1" and d.dscp_to_priority == {26: 3, 48: 6}
+    # nv set qos roce: the platform's DSCP table (d -> d / 8), so 26 -> 3 and CNPs on 48 -> 6
+    assert d.device == "cl5-leaf1" and d.dscp_to_priority == {d: d // 8 for d in range(64)}
     assert d.port("swp1").routed and d.port("swp7").mtu == 9216 and d.port("swp32").watchdog is not None
 
 
@@ -193,16 +194,18 @@ def test_nccl_hca_advice_keeps_an_exclude_list() -> None:
 
     env = parse_text("NCCL_IB_HCA=^mlx5_1\n", source="h7.env")
     fixes = [f.fix for f in lint(None, [env]) if f.rule == "nccl.hca-prefix-match"]
-    assert fixes == ["NCCL_IB_HCA=^=mlx5_1"]  # not '==mlx5_1', which would select the one it meant to drop
+    # not '==mlx5_1', which would select the one it meant to drop
+    assert fixes == ["write the exact form: NCCL_IB_HCA=^=mlx5_1"]
     exact = parse_text("NCCL_IB_HCA=^=mlx5_1\n", source="h7.env")
     assert not [f for f in lint(None, [exact]) if f.rule == "nccl.hca-prefix-match"]
 
 
-def test_nccl_conf_is_read_by_the_host_reader_and_refuses_quotes() -> None:
+def test_nccl_conf_is_read_by_the_host_reader_and_keeps_quotes_as_nccl_does() -> None:
     d = parse_text("# doRoCE\nNCCL_IB_TC=106\nNCCL_IB_HCA==mlx5_0:1\n", source="nccl.conf")
     assert dict(d.nccl_env) == {"NCCL_IB_TC": "106", "NCCL_IB_HCA": "=mlx5_0:1"}
-    with pytest.raises(ParseError, match="quotes would be part of NCCL_IB_HCA"):
-        parse_text('NCCL_IB_HCA="=mlx5_0"\n', source="nccl.conf")
+    quoted = parse_text('NCCL_IB_HCA="=mlx5_0"\n', source="nccl.conf")  # NCCL's setEnvFile keeps the quotes
+    assert dict(quoted.nccl_env) == {"NCCL_IB_HCA": '"=mlx5_0"'}
+    assert quoted.read is not None and any("quotes are part of NCCL_IB_HCA" in w for w in quoted.read.warnings)
 
 
 def test_cumulus_5x_allports_and_inline_comments() -> None:

@@ -89,19 +89,19 @@ def test_gid_index_env_pointing_at_bad_gid(index: str, problem: str) -> None:
 
 def test_gid_index_env_valid_is_info_only() -> None:
     root = SYSFS / "mlx5-roce"
-    assert _rules(_doctor(root, {**_good_env(root), "NCCL_IB_GID_INDEX": "3"})) == {"gid.index-pinned": "info"}
+    assert _rules(_doctor(root, {**_good_env(root), "NCCL_IB_GID_INDEX": "3"})) == {"nccl.gid-index-pinned": "warning"}
 
 
 def test_ib_hca_prefix_pitfall(clone: Clone) -> None:
     root = clone("mlx5-roce")
     base = _good_env(SYSFS / "mlx5-roce")
-    assert _rules(_doctor(root, {**base, "NCCL_IB_HCA": "mlx5_0,mlx5_1"}))["env.ib-hca-prefix"] == "warning"
+    assert _rules(_doctor(root, {**base, "NCCL_IB_HCA": "mlx5_0,mlx5_1"}))["nccl.hca-prefix-match"] == "warning"
     # Give the host an mlx5_10: now 'mlx5_1' really over-selects.
     (root / "sys/class/infiniband/mlx5_10").symlink_to("mlx5_1")
-    found = [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "mlx5_1"}) if f.rule == "env.ib-hca-prefix"]
+    found = [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "mlx5_1"}) if f.rule == "nccl.hca-prefix-match"]
     assert found[0].severity == "error" and "mlx5_10" in found[0].message
     assert "NCCL_IB_HCA==mlx5_1" in found[0].fix
-    assert not [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_1:1"}) if f.rule.startswith("env.ib-hca")]
+    assert not [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_1:1"}) if f.rule.startswith(("env.ib-hca", "nccl.hca"))]
     assert _rules(_doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_7"}))["env.ib-hca-unknown"] == "error"
 
 
@@ -121,7 +121,7 @@ def test_tc_must_carry_the_lossless_dscp(tc: str | None, bad: bool) -> None:
     env = {k: v for k, v in _good_env(root).items() if k != "NCCL_IB_TC"}
     if tc is not None:
         env["NCCL_IB_TC"] = tc
-    assert ("env.tc-not-lossless" in _rules(_doctor(root, env))) is bad
+    assert ("nccl.tc-not-lossless" in _rules(_doctor(root, env))) is bad
 
 
 def test_tc_from_global_override_and_spec_dscp(clone: Clone) -> None:
@@ -129,8 +129,8 @@ def test_tc_from_global_override_and_spec_dscp(clone: Clone) -> None:
     env = {k: v for k, v in _good_env(root).items() if k != "NCCL_IB_TC"}
     for dev in ("mlx5_0", "mlx5_1"):
         write(root, f"sys/class/infiniband/{dev}/tc/1/traffic_class", "Global tclass=106")
-    assert "env.tc-not-lossless" not in _rules(_doctor(root, env))
-    assert "env.tc-not-lossless" in _rules(_doctor(root, env, roce_dscp=24))
+    assert "nccl.tc-not-lossless" not in _rules(_doctor(root, env))
+    assert "nccl.tc-not-lossless" in _rules(_doctor(root, env, roce_dscp=24))
 
 
 def test_ecn_off_on_roce_priority(clone: Clone) -> None:
@@ -231,10 +231,10 @@ def test_log_reports_the_environment_nccl_saw() -> None:
     good = parse_nccl_log(base.format(106))
     assert good.environment == {"NCCL_IB_TC": "106"}
     # The shell's own (wrong) value never enters a verdict about the logged job ...
-    assert "env.tc-not-lossless" not in _rules(_doctor(root, {"NCCL_IB_TC": "0"}, nccl_log=good))
+    assert "nccl.tc-not-lossless" not in _rules(_doctor(root, {"NCCL_IB_TC": "0"}, nccl_log=good))
     bad = parse_nccl_log(base.format(0))
     # ... nor does the shell's right value hide the job's wrong one.
-    found = [f for f in _doctor(root, _good_env(root), nccl_log=bad) if f.rule == "env.tc-not-lossless"]
+    found = [f for f in _doctor(root, _good_env(root), nccl_log=bad) if f.rule == "nccl.tc-not-lossless"]
     assert len(found) == 1 and found[0].severity == "error"
     assert found[0].subject == "log <log> env NCCL_IB_TC" and found[0].evidence["environment_source"] == "log"
 

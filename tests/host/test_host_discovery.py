@@ -96,5 +96,6 @@ def test_proc_parsers() -> None:
     route = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\nb\t00000000\t0\t0003\t0\t0\t200\t" \
             "00000000\na\t00000000\t0\t0003\t0\t0\t100\t00000000\nc\t00000000\t0\t0002\t0\t0\t1\t00000000\n"
     assert parse_route(route) == "a"  # lowest metric among routes that are up
-    assert parse_nccl_conf("# c\nNCCL_IB_TC=106\n\nNCCL_IB_GID_INDEX = '3'\nbogus\n") == {
-        "NCCL_IB_TC": "106", "NCCL_IB_GID_INDEX": "3"}
+    # As NCCL's setEnvFile: 'NCCL_IB_GID_INDEX ' (with its space) is not NCCL_IB_GID_INDEX, quotes stay.
+    assert parse_nccl_conf("# c\nNCCL_IB_TC=106\n\nNCCL_IB_GID_INDEX = '3'\nbogus\n") == {"NCCL_IB_TC": "106"}
+    assert parse_nccl_conf("NCCL_IB_HCA='=mlx5_0'\nNCCL_IB_HCA==mlx5_1\n") == {"NCCL_IB_HCA": "'=mlx5_0'"}

@@ -19,6 +19,7 @@ import re
 
 from tensorfabric.fsutil import locate_sysfs
 from tensorfabric.host.gids import Gid
+from tensorfabric.host.nccl_conf import parse_nccl_conf
 from tensorfabric.host.pci import GpuAffinity, chain_of, gpu_affinity
 from tensorfabric.host.records import Gpu, HostInventory, Memlock, NetDev, RdmaDevice, RdmaPort
 from tensorfabric.host.sysfs import Tree
@@ -192,15 +193,3 @@ def parse_route(text: str) -> str | None:
         if flags & 0x1 and (best is None or metric < best[0]):  # RTF_UP
             best = (metric, fields[0])
     return best[1] if best else None
-
-
-def parse_nccl_conf(text: str) -> dict[str, str]:
-    """``NAME=value`` lines of /etc/nccl.conf (comments and blank lines ignored)."""
-    result: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        result[name.strip()] = value.strip().strip("'\"")
-    return result

@@ -16,6 +16,7 @@ from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.gid_capture import CapturedPort, GidCapture
 from tensorfabric.host.gids import is_overlay_netdev, preferred_gid, select_gid
 from tensorfabric.host.nccl_judge import judge_gid_index
+from tensorfabric.host.nccl_rules import gid_index_pinned
 from tensorfabric.host.records import RdmaPort
 
 
@@ -143,8 +144,5 @@ def index_env(ctx: DoctorContext) -> Iterator[Finding]:
                           {"NCCL_IB_GID_INDEX": raw, "gids": [g.describe() for g in port.gids]},
                           "unset NCCL_IB_GID_INDEX and let NCCL >= 2.21 auto-select, or pick the RoCE v2 IPv4 "
                           "index shown here")
-    if not bad and ctx.gid_ports:
-        yield Finding("gid.index-pinned", "info", "env NCCL_IB_GID_INDEX",
-                      f"NCCL_IB_GID_INDEX={raw} is valid now, but indices move when addresses change "
-                      "(NVIDIA/nccl#1333)", {"NCCL_IB_GID_INDEX": raw},
-                      "with NCCL >= 2.21 unset it and use NCCL_IB_ROCE_VERSION_NUM=2 / NCCL_IB_ADDR_FAMILY")
+    if not bad and ctx.gid_ports and (found := gid_index_pinned("env NCCL_IB_GID_INDEX", raw, valid_here=True)):
+        yield found

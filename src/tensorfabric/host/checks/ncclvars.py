@@ -8,7 +8,8 @@ from tensorfabric import roce
 from tensorfabric.findings import Finding
 from tensorfabric.host.checks.base import DoctorContext, register
 from tensorfabric.host.discovery import affinity
-from tensorfabric.host.nccl_judge import exact_list, judge_ib_tc, split_nccl_list
+from tensorfabric.host.nccl_judge import split_nccl_list
+from tensorfabric.host.nccl_rules import hca_prefix, tc_not_lossless
 from tensorfabric.host.ncclenv import GDR_CAP
 from tensorfabric.host.pci import DISTANCES
 
@@ -25,20 +26,15 @@ def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
     hcas = split_nccl_list(raw)
     exclude = hcas.exclude
     for name in hcas.names:
-        matched = [d for d in devices if (d.startswith(name) if name in hcas.prefixes else d == name)]
-        if not matched:
+        if not any(d.startswith(name) if name in hcas.prefixes else d == name for d in devices):
             yield Finding("env.ib-hca-unknown", "warning" if exclude else "error", "env NCCL_IB_HCA",
                           f"NCCL_IB_HCA entry {name!r} matches no RDMA device here", {"NCCL_IB_HCA": raw,
                                                                                         "devices": devices},
                           f"use one of {', '.join(devices)} (`tensorfabric env` derives the list)")
-        elif name in hcas.prefixes:
-            extra = [d for d in matched if d != name]
-            yield Finding("env.ib-hca-prefix", "error" if extra else "warning", "env NCCL_IB_HCA",
-                          f"NCCL_IB_HCA={raw!r} has no '=': {name!r} is a prefix" +
-                          (f" and also {'excludes' if exclude else 'selects'} {', '.join(extra)}" if extra else
-                           f" (on a host with {name}0..{name}9 it would select those too)"),
-                          {"NCCL_IB_HCA": raw, "matched": matched},
-                          f"write the exact form: NCCL_IB_HCA={exact_list(raw)}")
+    if any(d.startswith(name) for name in hcas.prefixes for d in devices):
+        found = hca_prefix("env NCCL_IB_HCA", raw, devices)
+        if found is not None:
+            yield found
 
 
 @register("env.net")
@@ -61,27 +57,18 @@ def traffic_class(ctx: DoctorContext) -> Iterator[Finding]:
     raw = ctx.environ.get("NCCL_IB_TC")
     if raw is None and not ctx.environ_complete:
         return  # a log without ENV lines: the job may have set it, and this shell's value says nothing
-    evidence: dict[str, object] = {"NCCL_IB_TC": raw, "roce_dscp": ctx.roce_dscp, "expected": want,
+    evidence: dict[str, object] = {"expected": want,
                                    "global_traffic_class": {p.name: p.traffic_class for p in ports}}
-    fix = f"export NCCL_IB_TC={want} (DSCP {ctx.roce_dscp} << 2 with the ECT(0) bits)"
+    marks = None
     if raw is None:
         overrides = {p.traffic_class for p in ports}
         if None not in overrides and all(tc is not None and tc >> 2 == ctx.roce_dscp for tc in overrides):
             return
         effective = sorted({tc if tc is not None else 0 for tc in overrides})
         marks = ", ".join(f"traffic class {tc} (DSCP {tc >> 2})" for tc in effective)
-        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
-                      f"NCCL_IB_TC is unset: RoCE leaves with {marks}, not the lossless DSCP {ctx.roce_dscp}",
-                      evidence, fix)
-        return
-    judged = judge_ib_tc(raw, (ctx.roce_dscp,))
-    if judged.value is None:
-        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
-                      f"NCCL_IB_TC={raw!r} is not an integer 0..255", evidence, fix)
-    elif not judged.lossless:
-        yield Finding("env.tc-not-lossless", "error", "env NCCL_IB_TC",
-                      f"NCCL_IB_TC={judged.value} marks DSCP {judged.dscp}, but the lossless RoCE class is DSCP "
-                      f"{ctx.roce_dscp}", evidence, fix)
+    found = tc_not_lossless("env NCCL_IB_TC", raw, (ctx.roce_dscp,), unset_marks=marks, evidence=evidence)
+    if found is not None:
+        yield found
 
 
 @register("env.socket-ifname")
