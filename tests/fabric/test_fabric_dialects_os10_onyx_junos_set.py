@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import EcnProfile, Watchdog
 from tensorfabric.fabric.lint import lint
 from tensorfabric.fabric.parsers import detect, parse_deployed, parse_text
@@ -29,6 +30,9 @@ FIRES = {
     "onyx-trust-l2-routed.onyx": {"trust.pcp-on-routed", "ecn.disabled"},
     "onyx-roce-lossy-pool.onyx": {"roce.lossy-pool", "cnp.weighted"},
     "onyx-pfc-priority-4.onyx": {"roce.dscp-not-lossless"},
+    "junos-set-qfx5240-roce.junos": set(),
+    "junos-set-lossy-no-ecn.junos": {"roce.dscp-not-lossless", "ecn.disabled"},
+    "junos-set-edit-banner-cnp-weighted.junos": {"cnp.weighted"},
 }
 
 
@@ -106,3 +110,48 @@ def test_onyx_fragment_is_not_judged_as_a_whole_config() -> None:
                                            ("onyx-sn2700-roce.onyx", "onyx")])
 def test_detection_by_content(name: str, fmt: str) -> None:
     assert detect((DIALECTS / name).read_text(), source="pasted.txt").format == fmt
+
+
+def test_junos_set_form_reads_as_the_brace_form_does() -> None:
+    brace = parse_deployed(DIALECTS / "junos-qfx5240-roce.junos")
+    flat = parse_deployed(DIALECTS / "junos-set-qfx5240-roce.junos")
+    assert (flat.format, flat.device, flat.complete) == ("junos", "qfx-leaf9", True)
+    for field in ("dscp_to_priority", "priority_to_queue", "pfc_priorities", "ecn", "strict_queues",
+                  "queue_weights", "trust"):
+        assert getattr(flat, field) == getattr(brace, field), field
+    assert flat.watchdog == Watchdog(True, 200.0, 400.0, "drop", 100.0)
+    port = flat.port("et-0/0/9")
+    assert port.routed and port.mtu == 9216 and port.pfc_priorities == frozenset({3})
+
+
+def test_junos_set_lines_that_split_one_statement_are_joined() -> None:
+    d = parse_deployed(DIALECTS / "junos-set-edit-banner-cnp-weighted.junos")
+    port = d.port("et-0/0/12")
+    assert port.pfc_priorities == frozenset({3}) and d.priority_to_queue == {3: 3, 5: 5}  # no-loss on its own line
+    assert port.ecn == {3: EcnProfile(30, 90, 100.0, True, unit="percent")}  # fill-level/drop-probability pairs
+    assert port.queue_weights == {3: 60, 5: 5} and port.strict_queues == frozenset()
+    assert d.read is not None and not d.read.not_understood
+
+
+def test_junos_set_and_brace_lines_in_one_paste() -> None:
+    whole = (DIALECTS / "junos-qfx5240-roce.junos").read_text()
+    cut = whole[: whole.index("    scheduler-maps {")] + "}\n"
+    extra = ("set class-of-service scheduler-maps roce-sm forwarding-class CNP scheduler cnp-sched\n"
+             "set class-of-service scheduler-maps roce-sm forwarding-class NO-LOSS scheduler roce-sched\n"
+             "set class-of-service schedulers roce-sched transmit-rate percent 50\n"
+             "set class-of-service schedulers cnp-sched priority strict-high\n")
+    d = parse_text(cut + extra, source="x.junos")
+    assert d.strict_queues == frozenset({3}) and d.queue_weights == {4: 50}
+
+
+def test_dell_sonic_flat_paste_is_detected_as_dell_sonic() -> None:
+    text = (FIXTURES / "deployed" / "dell-sonic-cli-flat.dellsonic").read_text()
+    d = parse_text(text, source="pasted.txt")
+    assert d.format == "dell-sonic" and d.detection is not None and d.detection.how == "content"
+    assert d.port("Eth1/9").pfc_priorities == frozenset({3})
+
+
+def test_format_dell_sonic_on_an_os10_file_names_os10() -> None:
+    text = (DIALECTS / "os10-s5248-roce.os10").read_text()
+    with pytest.raises(ParseError, match="dell-os10"):
+        parse_text(text, source="pasted.txt", fmt="dell-sonic")

@@ -17,7 +17,7 @@ from tensorfabric.fabric.parsers._common import Where, parse_float, parse_int
 from tensorfabric.fabric.parsers._read import Reading, bare
 
 __all__ = ["Class", "Cnp", "Sched", "classes", "classifiers", "cnps", "drop_profiles", "hostname", "interfaces",
-           "schedulers", "value", "watchdog"]
+           "merge", "schedulers", "set_lines", "set_tree", "value", "watchdog"]
 
 _BITS6 = re.compile(r"^[01]{6}$")
 _BITS3 = re.compile(r"^[01]{3}$")
@@ -279,3 +279,117 @@ def watchdog(cnp: Cnp | None) -> Watchdog | None:
     detection = poll * (cnp.detection_polls if cnp.detection_polls is not None else 2)
     return Watchdog(True, detection, cnp.recovery_ms if cnp.recovery_ms is not None else 200.0,
                     cnp.action, poll)
+
+
+# The ``set`` form (``show configuration | display set``): one line per leaf, its path spelled out. Each line is
+# placed in the same tree the brace form gives, so one reader reads both. A grammar entry is (how many words after
+# the keyword name the node, the grammar of its children); "named:" children are nodes named by their first word.
+_GRAMMAR: dict[str, dict[str, tuple[int, str]]] = {
+    "top": {"class-of-service": (0, "cos"), "interfaces": (0, "named:iface"), "system": (0, "leaf")},
+    "cos": {"classifiers": (0, "classifiers"), "forwarding-classes": (0, "fcs"),
+            "congestion-notification-profile": (1, "cnp"), "drop-profiles": (0, "named:dp"),
+            "schedulers": (0, "named:leaf"), "scheduler-maps": (0, "named:leaf"), "interfaces": (0, "named:cosif"),
+            "rewrite-rules": (0, "leaf"), "shared-buffer": (0, "leaf")},
+    "classifiers": {"dscp": (1, "classifier"), "dscp-ipv6": (1, "classifier"), "ieee-802.1": (1, "classifier")},
+    "classifier": {"forwarding-class": (1, "leaf")},
+    "fcs": {},
+    "cnp": {"input": (0, "cnp-in"), "output": (0, "cnp-out"), "pfc-watchdog": (0, "leaf")},
+    "cnp-in": {"dscp": (0, "code-points"), "ieee-802.1": (0, "code-points")},
+    "cnp-out": {"ieee-802.1": (0, "code-points")},
+    "code-points": {"code-point": (1, "leaf")},
+    "dp": {"interpolate": (0, "interpolate")},
+    "interpolate": {},
+    "cosif": {"unit": (1, "cos-unit")},
+    "cos-unit": {"classifiers": (0, "leaf")},
+    "iface": {"unit": (1, "unit")},
+    "unit": {"family": (1, "leaf")},
+    "leaf": {},
+}
+_EDIT = re.compile(r"^(?:\{[^}\n]{0,64}\})?\[edit(?: ([^\]\n]{1,400}))?\]\s*$")
+_SET_WORD = re.compile(r'"[^"\n]*"|[^\s\[\]"]+')
+
+
+def set_lines(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, list[str]]], set[int]]:
+    """The ``set`` statements among ``lines`` as full paths (a ``[edit class-of-service]`` banner prefixes the lines
+    after it), and the numbers of every line this form used, banners included."""
+    out: list[tuple[int, list[str]]] = []
+    used: set[int] = set()
+    prefix: list[str] = []
+    for number, text in lines:
+        stripped = text.strip()
+        banner = _EDIT.match(stripped)
+        if banner is not None:
+            prefix = (banner[1] or "").split()
+            used.add(number)
+            continue
+        if not stripped.startswith("set "):
+            continue
+        words = [w.strip('"') for w in _SET_WORD.findall(stripped[4:4 + 4096])]
+        if words:
+            out.append((number, prefix + words))
+            used.add(number)
+    return out, used
+
+
+def set_tree(statements: list[tuple[int, list[str]]]) -> list[Stanza]:
+    """``set`` paths as the stanza forest the brace form of the same configuration gives."""
+    roots: list[Stanza] = []
+    for number, words in statements:
+        siblings, grammar = roots, "top"
+        rest = words
+        while rest:
+            if grammar.startswith("named:"):
+                node = _child(siblings, rest[:1], number)
+                siblings, grammar, rest = node.children, grammar[6:], rest[1:]
+                continue
+            entry = _GRAMMAR[grammar].get(rest[0])
+            if entry is None or len(rest) < 1 + entry[0]:
+                _leaf(siblings, rest, number, grammar)
+                break
+            node = _child(siblings, rest[:1 + entry[0]], number)
+            siblings, grammar, rest = node.children, entry[1], rest[1 + entry[0]:]
+    return roots
+
+
+def _child(siblings: list[Stanza], words: list[str], number: int) -> Stanza:
+    for node in siblings:
+        if node.words == words:
+            return node
+    node = Stanza(list(words), number)
+    siblings.append(node)
+    return node
+
+
+def _leaf(siblings: list[Stanza], words: list[str], number: int, grammar: str) -> None:
+    if grammar == "fcs" and words[0] == "class" and len(words) >= 2:
+        # 'class NO-LOSS queue-num 3' and 'class NO-LOSS no-loss' on two lines are one brace statement.
+        for node in siblings:
+            if node.words[:2] == words[:2]:
+                if f" {' '.join(words[2:])} " not in f" {' '.join(node.words[2:])} ":
+                    node.words.extend(words[2:])
+                return
+    if grammar == "interpolate":
+        # 'fill-level 30 drop-probability 0' per line, or 'fill-level [ 30 100 ]': one list per keyword.
+        key = None
+        for word in words:
+            if word in ("fill-level", "drop-probability"):
+                key = word
+            elif key is not None:
+                found = next((n for n in siblings if n.words[0] == key), None)
+                if found is None:
+                    found = Stanza([key], number)
+                    siblings.append(found)
+                found.words.append(word)
+        return
+    if not any(node.words == words for node in siblings):
+        siblings.append(Stanza(list(words), number))
+
+
+def merge(into: list[Stanza], more: list[Stanza]) -> None:
+    """Graft ``more`` onto ``into``: a stanza with the same words gains the other's children."""
+    for node in more:
+        twin = next((n for n in into if n.words == node.words and (n.children or node.children)), None)
+        if twin is None:
+            into.append(node)
+        else:
+            merge(twin.children, node.children)

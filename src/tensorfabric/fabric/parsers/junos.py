@@ -1,4 +1,4 @@
-"""Juniper Junos ``class-of-service`` (QFX / PTX brace configuration) into a :class:`Deployed`.
+"""Juniper Junos ``class-of-service`` (QFX / PTX, brace or ``set`` form) into a :class:`Deployed`.
 
 Junos separates the three things other dialects fuse: a *forwarding class* picks an egress ``queue-num``; a
 ``no-loss`` class carries its PFC on ``pfc-priority`` (the 802.1p value in the pause frame), which need not
@@ -13,6 +13,13 @@ Read: ``forwarding-classes`` (``class FC queue-num Q [no-loss] [pfc-priority P]`
 interpolation, in percent of the queue buffer), ``schedulers`` (``priority strict-high``, ``transmit-rate
 percent``, ``explicit-congestion-notification``), ``scheduler-maps`` and ``class-of-service interfaces``
 (``et-*`` wildcards apply to every port), plus ``interfaces`` (MTU, ``family inet`` = routed) and ``host-name``.
+
+The ``set`` form (``show configuration | display set``, or commands typed at ``user@qfx#``, after an optional
+``[edit class-of-service]`` banner that prefixes them) is placed into the same tree the brace form gives, so both
+are read by one model: ``set class-of-service classifiers dscp C forwarding-class FC loss-priority low code-points
+011010`` is ``classifiers { dscp C { forwarding-class FC { loss-priority low code-points 011010; } } }``. Lines
+that split one brace statement (``class NO-LOSS queue-num 3`` and ``class NO-LOSS no-loss``; ``interpolate
+fill-level 30 drop-probability 0`` and ``fill-level 100 drop-probability 100``) are joined.
 
 Operators often paste the children of ``[edit class-of-service]`` without the wrapper (``forwarding-classes { }``
 at the top): they are read as that hierarchy. A name that is referenced but not defined in the text (a classifier's
@@ -38,7 +45,7 @@ FORMAT = "junos"
 NAME = "Junos"
 SUFFIXES = (".junos",)
 EXPECTED = ("a Junos class-of-service hierarchy (forwarding-classes, classifiers, congestion-notification-profile, "
-            "schedulers, interfaces) in brace form")
+            "schedulers, interfaces) in brace or 'set class-of-service ...' form")
 MARKERS = markers(
     ("class-of-service", r"^\s*(?:set )?class-of-service\b"),
     ("forwarding-classes", r"^\s*forwarding-classes\s*\{"),
@@ -52,6 +59,7 @@ MARKERS = markers(
     ("priority strict-high", r"\bpriority strict-high\b"),
     ("explicit-congestion-notification", r"\bexplicit-congestion-notification\b"),
     ("brace line", r"^\s*[\w.*/-]+(?: [\w.*/-]+)* \{\s*$"),
+    ("set class-of-service / [edit class-of-service]", r"^\s*(?:\{\S+\})?\[edit class-of-service\b"),
 )
 _COS_CHILDREN = frozenset({"forwarding-classes", "classifiers", "congestion-notification-profile", "schedulers",
                            "scheduler-maps", "drop-profiles", "shared-buffer", "rewrite-rules"})
@@ -101,7 +109,16 @@ def _section(r: Reading, cos: Stanza, name: str, fn: Callable[[Stanza, str], _T]
 
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
-    tree = brace_tree(config_lines(r, dedent=False), source)
+    lines = config_lines(r, dedent=False)
+    # Commands typed at a Junos prompt ('user@qfx# set ...') are configuration too; config_lines keeps only those
+    # typed at a NX-OS/EOS-style configuration prompt.
+    typed = [(line.number, line.text) for line in r.content() if line.kind == "command"]
+    statements, set_numbers = cos_sections.set_lines(sorted(lines + typed))
+    tree = brace_tree([(n, t) for n, t in lines if n not in set_numbers], source)
+    if statements:
+        cos_sections.merge(tree.roots, cos_sections.set_tree(statements))
+        for number in set_numbers:
+            r.use(number)
     for number, message in tree.problems:
         r.warn(number, message)
     if len(tree.open_at_end) > 1:
