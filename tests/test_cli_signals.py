@@ -207,3 +207,25 @@ def test_signals_outside_the_block_keep_their_handlers() -> None:
         assert signal.getsignal(signal.SIGTERM) == before
     finally:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def test_deferred_signals_wait_for_a_checkpoint_and_raise_on_the_way_out() -> None:
+    from tensorfabric.errors import Interrupted
+    from tensorfabric.signals import deferred_signals
+
+    before = signal.getsignal(signal.SIGINT)
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt) as caught, deferred_signals() as pending:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        steps.append("went on")  # the signal did not cut the step short
+        assert pending
+        pending.check()
+        steps.append("never")
+    assert steps == ["went on"] and not isinstance(caught.value, Interrupted)
+    assert signal.getsignal(signal.SIGINT) == before
+    with pytest.raises(Interrupted) as term, deferred_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        steps.append("finished")  # nobody polled: the block raises on the way out
+    assert term.value.exit_code == 143 and steps[-1] == "finished"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -32,6 +33,17 @@ def cli() -> None:
 def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None, spines: int | None,
            uplink_rate: float | None, mtu: int, subnet: str, as_json: bool) -> int:
     """Build a lab; it stays until `tensorfabric lab down NAME`."""
+    from tensorfabric.signals import deferred_signals
+
+    # From here to the printed status a Ctrl-C is acted on at safe points only (see Lab.up), and one that comes
+    # after the build but before the status is out removes the lab again: exit 130 means nothing was left.
+    with deferred_signals() as pending:
+        _up(name, hosts, rate, topology, leaves, spines, uplink_rate, mtu, subnet, as_json, pending.check)
+    return 0
+
+
+def _up(name: str, hosts: int, rate: float, topology: str, leaves: int | None, spines: int | None,
+        uplink_rate: float | None, mtu: int, subnet: str, as_json: bool, checkpoint: Callable[[], None]) -> None:
     from tensorfabric.lab import Lab
 
     if topology == "leafspine":
@@ -40,9 +52,16 @@ def up_cmd(name: str, hosts: int, rate: float, topology: str, leaves: int | None
     lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=1 if leaves is None else leaves,
               spines=1 if spines is None else spines,
               uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
+    checkpoint()
     lab.up(persistent=True)
-    _show(lab.status(), as_json)
-    return 0
+    try:
+        status = lab.status()
+        checkpoint()
+        _show(status, as_json)
+        checkpoint()
+    except BaseException:
+        lab.down()
+        raise
 
 
 @cli.command("down")

@@ -30,7 +30,7 @@ from tensorfabric.lab.netlink import Netlink, check_privileges, ip_command
 from tensorfabric.lab.plan import BRIDGE, HOST_IFACE, LabPlan, ns_prefix, plan_lab
 from tensorfabric.lab.spec import DEFAULT_MTU, DEFAULT_SUBNET, LabSpec
 from tensorfabric.lab.state import LabState, Owner, StateStore
-from tensorfabric.signals import terminate_as_interrupt
+from tensorfabric.signals import Pending, deferred_signals, terminate_as_interrupt
 
 __all__ = ["DEFAULT_MASTER_PORT", "Lab", "down_all", "lab_down", "rank_env"]
 
@@ -120,10 +120,21 @@ class Lab:
         return self.plan.host_address(host)
 
     def up(self, *, persistent: bool = False) -> Lab:
-        """Build the lab. ``persistent`` labs have no owner process (the CLI's ``lab up``)."""
+        """Build the lab. ``persistent`` labs have no owner process (the CLI's ``lab up``).
+
+        Ctrl-C, SIGTERM and SIGHUP during the build are acted on between steps, never inside one: raised at an
+        arbitrary instruction (a logging lock, a pyroute2 finaliser) the interrupt could be swallowed and the lab
+        built anyway. A signal that came during the build removes everything made so far and propagates.
+        """
         check_privileges()
+        with deferred_signals() as pending:
+            self._up(persistent, pending)
+        return self
+
+    def _up(self, persistent: bool, pending: Pending) -> None:
         state = LabState(self.spec, owner=None if persistent else Owner.current())
         for _ in range(_AUTO_NAME_TRIES):
+            pending.check()
             try:
                 self._claim(state)
                 break
@@ -140,16 +151,16 @@ class Lab:
         self._state = state
         try:
             with self._nl.session():
-                self._build()
+                self._build(pending.check)
+            self._save(phase="up")
+            pending.check()
         except BaseException as exc:
             try:
-                self.down()
+                self.down()  # still inside deferred_signals: a second Ctrl-C cannot cut the rollback short
             except LabError as cleanup:
                 # Keep the original failure as the error; say what the rollback could not remove.
                 exc.add_note(f"rollback incomplete: {cleanup}")
             raise
-        self._save(phase="up")
-        return self
 
     def _claim(self, state: LabState) -> None:
         taken = [ns for ns in self._nl.list_netns() if ns.startswith(ns_prefix(self.name))]
@@ -212,15 +223,17 @@ class Lab:
         self._state = state
         self._store.save(state)
 
-    def _step(self, what: str) -> None:
-        if self._on_step is not None:
-            self._on_step(what)
-
-    def _build(self) -> None:
+    def _build(self, checkpoint: Callable[[], None]) -> None:
         plan, nl, mtu = self.plan, self._nl, self.spec.mtu
+
+        def step(what: str) -> None:
+            checkpoint()  # the one place a signal that came during the build stops it
+            if self._on_step is not None:
+                self._on_step(what)
+
         for node in plan.nodes:
             ns = plan.netns(node.name)
-            self._step(f"netns {ns}")
+            step(f"netns {ns}")
             if nl.netns_exists(ns):  # someone else's (another state directory): never record, never remove it
                 raise LabError(f"network namespace {ns!r} already exists; pick another lab name")
             # Record before creating: a crash between the two leaves a name that down() ignores if absent.
@@ -235,21 +248,21 @@ class Lab:
             nl.sysctl(ns, settings)
             nl.set_up(ns, ["lo"])
         for link in plan.links:
-            self._step(f"link {link.a}--{link.b}")
+            step(f"link {link.a}--{link.b}")
             nl.add_veth(plan.netns(link.a.device), link.a.port, plan.netns(link.b.device), link.b.port, mtu)
             for end in (link.a, link.b):
                 nl.shape(plan.netns(end.device), end.port, link.rate_bps)
                 nl.set_up(plan.netns(end.device), [end.port])
         for node in plan.nodes:
             if node.bridge_ports:
-                self._step(f"bridge {node.name}")
+                step(f"bridge {node.name}")
                 nl.add_bridge(plan.netns(node.name), BRIDGE, node.bridge_ports, mtu)
                 nl.set_up(plan.netns(node.name), [BRIDGE])
         for addr in plan.addresses:
-            self._step(f"address {addr.node} {addr.cidr}")
+            step(f"address {addr.node} {addr.cidr}")
             nl.add_address(plan.netns(addr.node), addr.ifname, addr.cidr)
         for route in plan.routes:
-            self._step(f"route {route.node} {route.dst}")
+            step(f"route {route.node} {route.dst}")
             nl.add_route(plan.netns(route.node), route.dst, route.via)
 
     # running things in hosts -----------------------------------------------------------------------------
