@@ -64,20 +64,64 @@ def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str,
     return chosen.directory, chosen.tp if tp is None else tp
 
 
-def _bars(stack: ExitStack) -> Callable[[str, int], Callable[[float], None]]:
+def _bars(stack: ExitStack, streaming: bool) -> Callable[[str, int], Callable[[float], None]]:
     def start(description: str, total: int) -> Callable[[float], None]:
-        return stack.enter_context(progress(description, total))
+        # Streamed text is the generation's progress; a bar redrawn under it would garble both.
+        enabled = False if streaming and description == "generating" else None
+        return stack.enter_context(progress(description, total, enabled=enabled))
 
     return start
 
 
-def _rank_main(rank: int, cfg: RunConfig, show_progress: bool) -> RankResult:
-    """Spawn target: one local rank; only rank 0 draws progress bars."""
+def _rank_main(rank: int, cfg: RunConfig, show_progress: bool, tokens: Any = None) -> RankResult:
+    """Spawn target: one local rank; only rank 0 draws progress bars and streams its tokens to ``tokens``
+    (the launcher's queue, or a callable in process)."""
+    from tensorfabric.cli._stream import rank_stream
     from tensorfabric.inference.runner import run_rank
 
+    stream = None
+    if rank == 0 and tokens is not None:
+        stream = tokens if callable(tokens) else rank_stream(tokens)
     with ExitStack() as stack:
-        bars = _bars(stack) if show_progress and rank == 0 else None
-        return run_rank(cfg, environ=dict(os.environ), progress=bars)
+        bars = _bars(stack, stream is not None) if show_progress and rank == 0 else None
+        return run_rank(cfg, environ=dict(os.environ), progress=bars, stream=stream)
+
+
+def _generate_streaming(cfg: RunConfig, directory: Path, show: bool, environ: Mapping[str, str],
+                        launch: Callable[[Any], list[RankResult]]) -> tuple[list[RankResult], bool]:
+    """Run ``launch(tokens)`` while rank 0's tokens are printed on a terminal as they come; on Ctrl-C (or
+    SIGTERM) print what was generated so far, then let the interrupt end the run (exit 130/143). Returns the
+    ranks' results and whether the text is already on screen."""
+    import sys
+
+    from tensorfabric.cli._stream import TokenStream
+    from tensorfabric.inference.tokenizer import load_tokenizer
+
+    stream = TokenStream(load_tokenizer(directory), len(cfg.prompt_ids or cfg.prompts), sys.stdout,
+                         live=show and sys.stdout.isatty())
+    if stream.live:
+        console().print(f"model: {directory}", markup=False)
+    source: Any = stream.add
+    if cfg.tp * cfg.pp > 1 and not _under_launcher(environ):
+        import multiprocessing as mp
+
+        source = mp.get_context("spawn").Queue()  # the context launch.spawn starts ranks with
+        stream.pump(source)
+    try:
+        results = launch(source)
+    except KeyboardInterrupt:
+        for line in stream.partial():
+            click.echo(line)
+        raise
+    stream.stop()
+    stream.finish()
+    return results, stream.shown
+
+
+def _under_launcher(environ: Mapping[str, str]) -> bool:
+    from tensorfabric.transfer.launch import under_torchrun
+
+    return under_torchrun(environ)
 
 
 def _save_logits(path: Path, result: RankResult) -> None:
@@ -120,18 +164,19 @@ def _disaggregated(cfg: RunConfig, split: str, prefill_tp: int, decode_tp: int, 
     return 0
 
 
-def _render(report: dict[str, Any]) -> None:
+def _render(report: dict[str, Any], streamed: bool = False) -> None:
     from rich.table import Table
+
+    from tensorfabric.cli._stream import printable
 
     con = console()
     texts = report["text"] if isinstance(report["text"], list) else [report["text"]]
-    con.print(f"model: {report['model']}", markup=False)
+    if not streamed:  # a streamed run showed the model and its text already
+        con.print(f"model: {report['model']}", markup=False)
     if Path(report["model"]).name == TINY_NAME:
         con.print("(the tiny model is random-initialised: its text is noise, its traffic is real)")
-    for i, text in enumerate(texts):
-        # A random model emits arbitrary bytes; control characters must not drive the terminal.
-        shown = "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text)
-        con.print(f"generated[{i}]: {shown}", markup=False)
+    for i, text in enumerate([] if streamed else texts):
+        con.print(f"generated[{i}]: {printable(text)}", markup=False)
     lat = report["decode_latency_s"]
     con.print(f"\ntp={report['tp']} pp={report['pp']} dtype={report['dtype']} codec={report['codec']}"
               f"{' (prefill+decode)' if report['codec_decode'] else ' (prefill)'} transport={report['transport']}")
@@ -220,6 +265,7 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
     show = not as_json
     # The last stage's first tensor-parallel rank holds the logits.
     logits_rank = (pp - 1) * tp
+    streamed = False
     if lab_spec is not None and not under_torchrun(environ):
         from tensorfabric.lab.launch import run_lab
         from tensorfabric.lab.spec import parse_short_spec
@@ -232,18 +278,26 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         if logits_path is not None:
             _save_logits(Path(logits_path), results[logits_rank])
     elif under_torchrun(environ):
-        result = _rank_main(int(environ["RANK"]), cfg, show)
+        rank = int(environ["RANK"])
+        if rank == 0:
+            (result,), streamed = _generate_streaming(cfg, directory, show, environ,
+                                                      lambda tokens: [_rank_main(rank, cfg, show, tokens)])
+        else:
+            result = _rank_main(rank, cfg, show)
         if logits_path is not None and result.rank == logits_rank:
             _save_logits(Path(logits_path), result)
         if result.rank != 0:
             return 0
     else:
         prepare(cfg, world_size=tp * pp)
-        if tp * pp == 1:
-            results = [_rank_main(0, replace(cfg), show)]
-        else:
+
+        def launch(tokens: Any) -> list[RankResult]:
+            if tp * pp == 1:
+                return [_rank_main(0, replace(cfg), show, tokens)]
             # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
-            results = spawn(_rank_main, tp * pp, args=(cfg, show), timeout_s=float(timeout_s))
+            return spawn(_rank_main, tp * pp, args=(cfg, show, tokens), timeout_s=float(timeout_s))
+
+        results, streamed = _generate_streaming(cfg, directory, show, environ, launch)
         result = results[0]
         if logits_path is not None:
             _save_logits(Path(logits_path), results[logits_rank])
@@ -253,5 +307,5 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
     if as_json:
         emit_json(report)
     else:
-        _render(report)
+        _render(report, streamed)
     return 0

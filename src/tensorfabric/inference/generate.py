@@ -91,8 +91,12 @@ def _chunks(length: int, parts: int) -> list[tuple[int, int]]:
 def generate(model: ShardedLlama, stage: StageComm, prompts: Sequence[Sequence[int]], params: SamplingParams, *,
              microbatches: int = 1, keep_logits: bool = False, clock: Callable[[], float] = time.perf_counter,
              comm_seconds: Callable[[], float] | None = None,
-             on_token: Callable[[int], None] | None = None) -> Generation:
-    """Generate ``params.max_new_tokens`` tokens for each prompt (all ranks call this in lockstep)."""
+             on_token: Callable[[int], None] | None = None,
+             stream: Callable[[list[int | None]], None] | None = None) -> Generation:
+    """Generate ``params.max_new_tokens`` tokens for each prompt (all ranks call this in lockstep).
+
+    ``stream`` gets each step's new token per prompt as soon as it is sampled (None for a prompt that already
+    finished), so a caller can show the text while it is generated and keep it if the run is interrupted."""
     import torch
 
     ids, valid = pad_prompts(prompts)
@@ -141,9 +145,12 @@ def generate(model: ShardedLlama, stage: StageComm, prompts: Sequence[Sequence[i
         else:
             result.step_s.append(now - t0)
             result.step_comm_s.append(comm - c0)
-        for row in range(batch):
-            if not finished[row]:
-                out[row].append(int(tokens[row]))
+        new: list[int | None] = [None if finished[row] else int(tokens[row]) for row in range(batch)]
+        for row, token in enumerate(new):
+            if token is not None:
+                out[row].append(token)
+        if stream is not None:
+            stream(new)
         if params.stop_at_eos and eos:
             finished |= torch.tensor([int(t) in eos for t in tokens])
         if on_token is not None:

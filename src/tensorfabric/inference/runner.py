@@ -134,8 +134,10 @@ def torch_threads(local_ranks: int, current: int, cores: int | None = None) -> i
 
 def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progress: Progress | None = None,
              proc_status: Path = Path("/proc/self/status"),
-             clock: Callable[[], float] = time.perf_counter) -> RankResult:
-    """Run this process's rank (RANK/WORLD_SIZE from ``environ``; a world of one needs none)."""
+             clock: Callable[[], float] = time.perf_counter,
+             stream: Callable[[list[int | None]], None] | None = None) -> RankResult:
+    """Run this process's rank (RANK/WORLD_SIZE from ``environ``; a world of one needs none). ``stream`` gets
+    each measured step's new tokens (see ``generate``)."""
     import torch
 
     from tensorfabric.inference.comm import GroupStage, GroupTP, merge_stats
@@ -185,7 +187,8 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
 
         bar = progress("generating", cfg.sampling.max_new_tokens) if progress is not None else None
         gen = generate(model, stage, prep.prompts, cfg.sampling, microbatches=cfg.microbatches or cfg.pp,
-                       keep_logits=cfg.keep_logits, clock=clock, comm_seconds=comm_total, on_token=bar)
+                       keep_logits=cfg.keep_logits, clock=clock, comm_seconds=comm_total, on_token=bar,
+                       stream=stream)
         late = [lateness(g) for g in groups]
         return RankResult(rank=world.rank, token_ids=gen.token_ids, ttft_s=gen.ttft_s, step_s=gen.step_s,
                           step_comm_s=gen.step_comm_s, prefill_comm_s=gen.prefill_comm_s,

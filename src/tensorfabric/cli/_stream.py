@@ -1,0 +1,121 @@
+"""Generated text as it is generated: rank 0's tokens on the terminal, and what there was when a run is stopped.
+
+Ranks are other processes (``launch.spawn``): rank 0 puts each step's tokens on a queue and a thread of the
+launcher decodes and prints them, so the launcher holds the text even when Ctrl-C stops the ranks before they
+return anything. A single rank in process calls :meth:`TokenStream.add` directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO
+
+__all__ = ["TokenStream", "printable", "rank_stream"]
+
+_STOP = "stop"
+
+
+class _Decoder(Protocol):
+    def decode(self, ids: list[int], skip_special_tokens: bool = ...) -> str: ...
+
+
+def printable(text: str) -> str:
+    """A random model emits arbitrary bytes; control characters must not drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in text)
+
+
+class TokenStream:
+    """Collects each prompt's tokens; with ``live`` (one prompt, a terminal) prints the text as it grows."""
+
+    def __init__(self, tokenizer: _Decoder, prompts: int, out: TextIO, *, live: bool) -> None:
+        self._tok = tokenizer
+        self._out = out
+        self.live = live and prompts == 1
+        self.ids: list[list[int]] = [[] for _ in range(prompts)]
+        self._shown = ""
+        self._started = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, step: list[int | None]) -> None:
+        """One generation step: the new token of each prompt, None for a prompt that already finished."""
+        with self._lock:
+            for row, token in enumerate(step):
+                if token is not None and row < len(self.ids):
+                    self.ids[row].append(token)
+            if self.live:
+                self._show()
+
+    def _show(self) -> None:
+        text = self._tok.decode(self.ids[0], skip_special_tokens=True)
+        # A multi-byte character split over tokens decodes to U+FFFD until its last byte arrives.
+        if text.endswith("\ufffd") or len(text) <= len(self._shown):
+            return
+        if not self._started:
+            self._out.write("generated[0]: ")
+            self._started = True
+        self._out.write(printable(text[len(self._shown):]))
+        self._out.flush()
+        self._shown = text
+
+    @property
+    def shown(self) -> bool:
+        """True once text reached the terminal (the final report then need not repeat it)."""
+        return self._started
+
+    def finish(self) -> None:
+        """End the live line."""
+        with self._lock:
+            if self._started:
+                self._out.write("\n")
+                self._out.flush()
+
+    def partial(self) -> list[str]:
+        """The report of an interrupted run: the text of every prompt so far (live text is already on screen)."""
+        self.stop()
+        with self._lock:
+            texts = [self._tok.decode(ids, skip_special_tokens=True) for ids in self.ids]
+            count = max((len(ids) for ids in self.ids), default=0)
+            if self.live:
+                return [f"\n(interrupted after {count} tokens)"] if self._started else \
+                    ["(interrupted before the first token)"]
+            return [f"generated[{i}] (interrupted after {len(self.ids[i])} tokens): {printable(text)}"
+                    for i, text in enumerate(texts)]
+
+    def pump(self, source: Any) -> Callable[[], None]:
+        """Read steps from a multiprocessing queue on a thread until :meth:`stop`; returns ``stop``."""
+        def run() -> None:
+            while True:
+                item = source.get()
+                if item == _STOP:
+                    return
+                self.add(item)
+
+        self._source = source
+        self._thread = threading.Thread(target=run, name="token-stream", daemon=True)
+        self._thread.start()
+        return self.stop
+
+    def stop(self) -> None:
+        """Take every step already queued, then end the reading thread (bounded: ranks may be gone)."""
+        if self._thread is None:
+            return
+        try:
+            self._source.put(_STOP)
+        except (OSError, ValueError):  # the queue is already closed
+            pass
+        self._thread.join(timeout=2.0)
+        self._thread = None
+
+
+def rank_stream(source: Any) -> Callable[[list[int | None]], None]:
+    """What rank 0 calls per step when its launcher streams: put the step on the launcher's queue."""
+    def put(step: list[int | None]) -> None:
+        try:
+            source.put(step)
+        except (OSError, ValueError):  # the launcher went away; generation goes on without it
+            pass
+
+    return put
+
