@@ -41,6 +41,14 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "sonic-dot1p-on-routed-ports.json": ("sonic", {"trust.pcp-on-routed"}),
     # SONiC's stock AZURE template: DSCP 26 is lossy, CNPs share DWRR, the watchdog is off on Ethernet4
     "stock-leaf.json": ("sonic", {"roce.dscp-not-lossless", "cnp.weighted", "pfcwd.off"}),
+    # SONiC Redis dumps (flat "TABLE|key"), hgetall transcripts, config_db per namespace, VOQ linecard keys
+    "sonic-db-dump-roce.json": ("sonic", set()),
+    "sonic-redis-dump-flat-ecn-none.json": ("sonic", {"ecn.disabled"}),
+    "sonic-hgetall-roce.redis": ("sonic-redis", set()),
+    "sonic-hgetall-pfc-on-4.redis": ("sonic-redis", {"roce.dscp-not-lossless", "pfc.non-default-priority"}),
+    "sonic-multiasic-cat-config-dbs.json": ("sonic", set()),
+    "sonic-multiasic-backend-pfc-off.json": ("sonic", {"roce.dscp-not-lossless"}),
+    "sonic-voq-linecard-keys.json": ("sonic", set()),
     # Cisco NX-OS, Nexus 9000 and Nexus 3000 styles
     "nxos-n9k-recipe.nxos": ("nxos", set()),
     "nxos-n3k-named-classes.nxos": ("nxos", set()),
@@ -67,6 +75,14 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "cl5-leaf2-roce.nvshow": ("nvue-show", set()),
     "cl5-leaf3-lossy-mode.nvshow": ("nvue-show", {"roce.dscp-not-lossless"}),
     "cl5-leaf4-cnp-dwrr.nvshow": ("nvue-show", {"cnp.weighted"}),
+    # nv show interface IF qos roce status: only the RoCE and CNP rows, the platform's table for the rest
+    "cl5-swp9-roce-status.nvshow": ("nvue-show", set()),
+    "cl5-swp21-cnp-dwrr-status.nvshow": ("nvue-show", {"cnp.weighted"}),
+    # NVUE trees: /etc/nvue.d/startup.yaml and nv config show -o json, read into the nv set model
+    "nvue-startup-roce.yaml": ("nvue-yaml", set()),
+    "nvue-startup-dscp-moved.yaml": ("nvue-yaml", {"roce.dscp-not-lossless"}),
+    "nvue-config-show-roce.json": ("nvue-yaml", set()),
+    "nvue-config-show-lossy-mode.json": ("nvue-yaml", {"roce.dscp-not-lossless"}),
     # Dell Enterprise SONiC CLI
     "dell-z9664-roce.dellsonic": ("dell-sonic", set()),
     "dell-fragment-maps.dellsonic": ("dell-sonic", set()),
@@ -204,6 +220,6 @@ def test_recipe_configs_of_every_dialect_lint_clean_together() -> None:
     recipes = [_path(n) for n, (_, rules) in EXPECTED.items() if not rules and "fragment" not in n]
     records = [parse_deployed(p) for p in recipes]
     records += [parse_deployed(DEPLOYED / "h1.eth0.mlnx_qos"), parse_deployed(DEPLOYED / "nccl.conf")]
-    assert len({r.format for r in records}) == 10  # eight switch dialects, mlnx_qos and nccl.conf
+    assert len({r.format for r in records}) >= 12  # ten switch dialects or more, mlnx_qos and nccl.conf
     errors = [(f.rule, f.subject) for f in lint(None, records) if f.severity == "error"]
     assert errors == []

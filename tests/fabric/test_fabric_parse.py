@@ -71,7 +71,7 @@ def test_nccl_conf_is_read_literally_and_env_files_as_shell() -> None:
 def test_nvue_roce_macro_and_interface_ranges() -> None:
     d = parse_deployed(DEPLOYED / "cumulus-roce.nvue")
     assert (d.device, d.format, d.trust) == ("leaf9", "nvue", "pcp,dscp")
-    assert d.dscp_to_priority == {26: 3, 48: 6}
+    assert d.dscp_to_priority == {d: d // 8 for d in range(64)}  # the platform's table: 26 -> 3, 48 -> 6
     assert d.pfc_priorities == frozenset({3}) and d.strict_queues == frozenset({6})
     assert d.ecn == {3: EcnProfile(150000, 1500000, 100.0, True)}
     assert [p.name for p in d.ports] == ["swp1", "swp2", "swp3", "swp4"]
@@ -164,7 +164,7 @@ def test_explicit_format_and_device_override() -> None:
     assert d.device == "h9"
     assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env", "junos",
                             "dell-sonic",
-                            "cumulus-datapath", "nvue-show"}
+                            "cumulus-datapath", "nvue-show", "sonic-redis", "nvue-yaml", "dell-os10", "onyx"}
 
 
 # Nothing recognised: exit 2, and the message says why (the first warning when a value was malformed).

@@ -1,10 +1,11 @@
 """Reading SONiC config_db JSON as operators paste it: whole, or table by table when it is not one object.
 
 A paste may be one JSON object, a table pasted without the outer braces (``"WRED_PROFILE": {...},``), a file after a
-``$ cat`` prompt with other commands' output around it, or an excerpt cut at both ends. :class:`TableDoc` keeps the
-input's line numbers, finds the header of every table it is told to read and where its closing brace is (string
-aware, one pass per table, tables never rescanned), so a reader can use the tables that are whole and leave a cut
-one out.
+``$ cat`` prompt with other commands' output around it, an excerpt cut at both ends, or a Redis dump whose
+entries are flat ``"TABLE|key": {...}`` objects (``sonic-db-dump``, ``redis-dump``): each entry counts as a
+table. :class:`TableDoc` keeps the input's line numbers, finds the header of every table it is told to read and
+where its closing brace is (string aware, one pass per table, tables never rescanned), so a reader can use the
+tables that are whole and leave a cut one out.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from tensorfabric.fabric.parsers._read import Reading
 
 __all__ = ["Dups", "TableDoc"]
 
-_HEADER = re.compile(r'"([A-Za-z][A-Za-z0-9_]{0,63})"[ \t]*:[ \t]*\{')
+# A table name, or a flat Redis key (``PORT_QOS_MAP|Ethernet0``, ``QUEUE|lc1|asic0|Ethernet0|3``): one bounded class
+# after the name, so a 10 MB line of quotes costs one pass.
+_HEADER = re.compile(r'"([A-Za-z][A-Za-z0-9_]{0,63}(?:\|[^"\\\n]{1,256})?)"[ \t]*:[ \t]*\{')
 
 
 class Dups:
@@ -62,7 +65,8 @@ def _close(doc: str, start: int) -> int:
 class TableDoc:
     """The paste as one string whose line numbers are the input's, with header positions of its tables."""
 
-    def __init__(self, r: Reading, *, known: Callable[[str], bool]) -> None:
+    def __init__(self, r: Reading, *, known: Callable[[str], bool], within: range | None = None) -> None:
+        """``within``: only these line numbers (one file of several pasted one after another)."""
         self.known = known
         rows = [""] * r.text.total
         for section in r.text.sections():
@@ -70,6 +74,8 @@ class TableDoc:
             if not any("{" in line.text or '"' in line.text for line in section.content()):
                 continue
             for line in section.content():
+                if within is not None and line.number not in within:
+                    continue
                 if 0 < line.number <= len(rows):
                     rows[line.number - 1] = line.text
         self.text = "\n".join(rows)

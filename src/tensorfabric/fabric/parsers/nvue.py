@@ -2,14 +2,19 @@
 
 Profiles work as on the switch: ``default-global`` applies to every port, and an interface that names a
 ``qos pfc profile`` or ``qos congestion-control profile`` gets that profile instead. ``nv set qos roce``
-applies NVIDIA's RoCE macro (DSCP 26 -> switch-priority 3 lossless, DSCP 48 -> 6 strict, ECN 150000/1500000
-bytes at 100 %, trust both); explicit lines override it, as on the switch.
+applies NVIDIA's RoCE macro: the platform's DSCP table (DSCP d -> switch-priority d / 8, so 26 -> 3 and 48 -> 6,
+as ``nv show qos roce`` prints it), PFC on switch-priority 3 (not in ``mode lossy`` or ``lossy-multi-tc``),
+traffic class 6 strict, ECN 150000/1500000 bytes at 100 % on traffic class 3, trust both. Explicit lines override
+it wherever they sit in the text, as on the switch (NVUE applies the whole revision at once).
+
+:class:`Model` is the one model of an NVUE configuration: ``nv set`` lines and the trees of ``startup.yaml`` and
+``nv config show -o json`` (:mod:`~tensorfabric.fabric.parsers.nvue_yaml`) both set it word by word.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tensorfabric import roce, units
 from tensorfabric.errors import InputError
@@ -26,7 +31,7 @@ from tensorfabric.fabric.parsers._common import (
 )
 from tensorfabric.fabric.parsers._read import Reading
 
-__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
+__all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "Model", "default_dscp_map", "read"]
 
 FORMAT = "nvue"
 NAME = "NVUE"
@@ -42,6 +47,19 @@ _TRUST: dict[str, Trust] = {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "pcp"
 _DEFAULT = "default-global"
 _INTERFACE_KEYS = re.compile(r"link mtu|link speed|ip address|qos pfc profile|qos congestion-control profile|"
                              r"qos pfc-watchdog")
+
+
+_NOT_DATA = re.compile(r"^(?:eth\d{1,3}|lo|mgmt|vlan\d{1,4}|br_[\w-]{1,32}|bridge|vrf[\w-]{0,32})$")
+_LEAD = re.compile(r"^([A-Za-z_]{1,32})")
+
+
+def _short_list(text: str) -> str:
+    """NVUE's short lists (``swp2,6``, ``swp1-4,8``: later items keep the first one's type) in full."""
+    items = text.split(",")
+    lead = _LEAD.match(items[0])
+    if lead is None or len(items) < 2:
+        return text
+    return ",".join([items[0], *(lead.group(1) + item if item[:1].isdigit() else item for item in items[1:])])
 
 
 @dataclass
@@ -75,6 +93,11 @@ class _Port:
 @dataclass
 class _State:
     hostname: str | None = None
+    roce: bool = False
+    roce_off: bool = False
+    roce_mode: str | None = None
+    explicit_pfc: bool = False
+    dwrr: set[int] = field(default_factory=set)
     trust: Trust | None = None
     dscp: dict[int, int] = field(default_factory=dict)
     queue: dict[int, int] = field(default_factory=dict)
@@ -89,15 +112,43 @@ class _State:
     ports: dict[str, _Port] = field(default_factory=dict)
 
 
-def _roce_macro(state: _State) -> None:
+_LOSSY_MODES = frozenset({"lossy", "lossy-multi-tc"})
+
+
+def default_dscp_map() -> dict[int, int]:
+    """The DSCP -> switch-priority table of Cumulus Linux on Spectrum: DSCP d on d / 8 (``nv show qos roce``)."""
+    return {d: d // 8 for d in range(64)}
+
+
+def _roce_macro(state: _State) -> dict[int, int]:
+    """Apply ``nv set qos roce`` under the explicit lines; the DSCP table it implies."""
     state.trust = state.trust or "pcp,dscp"
-    state.dscp.setdefault(roce.ROCE_DSCP, roce.LOSSLESS_PRIORITY)
-    state.dscp.setdefault(roce.CNP_DSCP, roce.CNP_PRIORITY)
-    state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(roce.LOSSLESS_PRIORITY)
-    ecn = state.ecn.setdefault(_DEFAULT, {}).setdefault(roce.LOSSLESS_PRIORITY, _Ecn())
-    ecn.kmin, ecn.kmax, ecn.pmax, ecn.ecn = 150000, 1500000, 100.0, True
-    state.strict.add(roce.CNP_PRIORITY)
+    if state.roce_mode not in _LOSSY_MODES and not state.explicit_pfc:
+        state.pfc.setdefault(_DEFAULT, _Pfc()).priorities.add(roce.LOSSLESS_PRIORITY)
+    elif state.roce_mode in _LOSSY_MODES:
+        state.pfc.setdefault(_DEFAULT, _Pfc())  # PFC off on every priority: a fact, not a gap
+    tc3 = state.ecn.setdefault(_DEFAULT, {}).setdefault(roce.LOSSLESS_PRIORITY, _Ecn())
+    tc3.kmin = tc3.kmin if tc3.kmin is not None else 150000
+    tc3.kmax = tc3.kmax if tc3.kmax is not None else 1500000
+    tc3.ecn = tc3.ecn if tc3.ecn is not None else True
+    if roce.CNP_PRIORITY not in state.dwrr:
+        state.strict.add(roce.CNP_PRIORITY)
     state.sched_seen = True
+    return default_dscp_map() | state.dscp
+
+
+class Model:
+    """An NVUE configuration being read: ``set`` words in, one :class:`Deployed` out."""
+
+    def __init__(self) -> None:
+        self._state = _State()
+
+    def set(self, words: list[str], where: Where) -> bool:
+        """Apply the words after ``nv set``; False when they set nothing this reader models."""
+        return _apply(words, where, self._state)
+
+    def deployed(self, source: str, device: str | None, fmt: str = FORMAT) -> Deployed:
+        return replace(_build(self._state, source, device), format=fmt)
 
 
 def read(r: Reading, *, device: str | None = None) -> Deployed:
@@ -144,7 +195,11 @@ def _apply(args: list[str], where: Where, st: _State) -> bool:
     if args[:2] == ["system", "hostname"]:
         st.hostname = arg(2, "hostname")
     elif args[:2] == ["qos", "roce"]:
-        _roce_macro(st)
+        if args[2:3] == ["enable"]:
+            st.roce_off = arg(3, "enable") in ("off", "false", "disabled")
+        elif args[2:3] == ["mode"]:
+            st.roce_mode = arg(3, "mode")
+        st.roce = True
     elif head == ["qos", "mapping", _DEFAULT] and args[3:4] == ["trust"]:
         value = arg(4, "trust")
         if value not in _TRUST:
@@ -158,6 +213,7 @@ def _apply(args: list[str], where: Where, st: _State) -> bool:
             raise where.error("expected 'switch-priority P traffic-class Q'")
         st.queue[num(4, "switch-priority", hi=7)] = num(6, "traffic-class", hi=7)
     elif args[:2] == ["qos", "pfc"] and len(args) >= 4:
+        st.explicit_pfc = st.explicit_pfc or (args[2] == _DEFAULT and args[3] == "switch-priority")
         _pfc(a, st.pfc.setdefault(args[2], _Pfc()))
     elif args[:2] == ["qos", "congestion-control"] and args[3:4] == ["traffic-class"]:
         for tc in parse_priorities(arg(4, "traffic-class"), where, what="traffic-class"):
@@ -168,6 +224,7 @@ def _apply(args: list[str], where: Where, st: _State) -> bool:
         if args[5:6] == ["mode"]:
             mode = arg(6, "mode")
             (st.strict.update if mode == "strict" else st.strict.difference_update)(tcs)
+            (st.dwrr.difference_update if mode == "strict" else st.dwrr.update)(tcs)
         elif args[5:6] == ["bw-percent"]:
             st.weights.update(dict.fromkeys(tcs, num(6, "bw-percent", hi=100)))
     elif args[:2] == ["qos", "pfc-watchdog"]:
@@ -176,8 +233,10 @@ def _apply(args: list[str], where: Where, st: _State) -> bool:
             st.wd_poll = float(num(3, "polling-interval", lo=1))
         elif args[2:3] == ["robustness"]:
             st.wd_robust = num(3, "robustness", lo=1)
+    elif args[:1] == ["interface"] and len(args) >= 3 and _NOT_DATA.match(args[1]):
+        pass  # the management port, loopback, SVIs and bridges carry no RoCE queue
     elif args[:1] == ["interface"] and len(args) >= 3 and _INTERFACE_KEYS.match(" ".join(args[2:5])):
-        for name in expand_interfaces(args[1], where):
+        for name in expand_interfaces(_short_list(args[1]), where):
             _interface(a, st.ports.setdefault(name, _Port()), st)
     else:
         return False
@@ -231,6 +290,7 @@ def _interface(a: _Args, port: _Port, st: _State) -> None:
 
 
 def _build(st: _State, source: str, device: str | None) -> Deployed:
+    dscp = _roce_macro(st) if st.roce and not st.roce_off else dict(st.dscp)
     def pfc_of(name: str | None) -> _Pfc | None:
         return st.pfc.get(name or _DEFAULT)
 
@@ -262,13 +322,17 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
         ))
     return Deployed(
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
-        dscp_to_priority=dict(st.dscp), priority_to_queue=dict(st.queue),
+        dscp_to_priority=dscp, priority_to_queue=dict(st.queue),
+        # Under every explicit line sits the platform's table: a DSCP the text does not map is not "unclassified",
+        # it keeps its default class (which an excerpt's missing lines may have moved, so it is not filled in).
+        default_dscp_map=True,
         pfc_priorities=frozenset(default_pfc.priorities) if default_pfc else None,
         # Without a strict line, "no strict queue" is a fact only of a whole configuration (hostname and ports).
         trust=st.trust, ecn=ecn_of(None),
         strict_queues=frozenset(st.strict) if st.strict or (st.sched_seen and st.hostname and st.ports) else None,
         queue_weights=dict(st.weights),
-        watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen else None,
+        # The watchdog is switched on per interface: "off" where none is, is a fact only of a whole configuration.
+        watchdog=Watchdog(False, polling_ms=poll) if st.wd_seen and st.hostname and st.ports else None,
         headroom=room(default_pfc) or {}, cable_length_m=default_pfc.cable if default_pfc else None,
         ports=tuple(ports),
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tensorfabric.fabric.deployed import Deployed, EcnProfile, Trust
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, parse_priorities
 from tensorfabric.fabric.parsers._read import Reading, markers
+from tensorfabric.fabric.parsers.nvue import default_dscp_map
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -30,7 +31,7 @@ MARKERS = markers(
     ("congestion-mode", r"^\s*congestion-mode\s"),
     ("enabled-tc", r"^\s*enabled-tc\s"),
     ("pfc-priority", r"^\s*pfc-priority\s"),
-    ("roce-mode", r"^\s*(?:roce-)?mode\s+lossless|lossy"),
+    ("roce-mode", r"^\s*(?:roce-)?mode\s+(?:lossless|lossy)"),
 )
 _SIZE = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,6})?)\s*(Bytes|B|KB|MB|GB)$")
 _SCALE = {"Bytes": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
@@ -52,6 +53,8 @@ class _Show:
     to_tc: dict[int, int] = field(default_factory=dict)
     strict: set[int] = field(default_factory=set)
     weights: dict[int, int] = field(default_factory=dict)
+    named: bool = False
+    """Rows named ``roce`` / ``cnp`` (``nv show interface IF qos roce status``): only the RoCE classes are listed."""
 
 
 def _row(st: _Show, line: str, stripped: str, where: Where) -> bool:
@@ -84,6 +87,7 @@ def _row(st: _Show, line: str, stripped: str, where: Where) -> bool:
         words = stripped.split()
         if words[0] in ("pcp", "switch-prio", "-", "name"):
             return True  # a table header or its underline
+        st.named = st.named or words[0] in ("roce", "cnp")
         if st.section == "prio":
             if len(words) != 4:
                 raise where.error("PCP/DSCP->SP rows are 'ID PCP DSCP-LIST SWITCH-PRIO'")
@@ -123,12 +127,15 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             if _row(st, line, stripped, Where(source, number, stripped)):
                 r.use(number)
     summary, dscp = st.summary, st.dscp
-    if dscp and len(dscp) < 64:
+    if st.named and dscp:
+        # The interface status lists the RoCE and CNP rows only; every other DSCP keeps the platform's table.
+        dscp = default_dscp_map() | dscp
+    elif dscp and len(dscp) < 64:
         # nv show prints every DSCP; a table missing some was cut, and a missing DSCP would read as priority 0.
         r.warn(None, f"the PCP/DSCP->SP table lists {len(dscp)} of 64 DSCPs (cut short?); it is not used")
         dscp = {}
     to_tc, strict, weights = st.to_tc, st.strict, st.weights
-    if to_tc and len(to_tc) < 8:
+    if to_tc and len(to_tc) < 8 and not st.named:
         r.warn(None, f"the SP->TC table lists {len(to_tc)} of 8 switch priorities (cut short?); it is not used")
         to_tc, strict, weights = {}, set(), {}
 

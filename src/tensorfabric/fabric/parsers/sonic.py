@@ -55,11 +55,16 @@ _TABLES = ("DSCP_TO_TC_MAP", "PORT_QOS_MAP", "WRED_PROFILE", "BUFFER_PG", "PFC_W
            "BUFFER_QUEUE")
 _READ = frozenset((*_TABLES, "DEVICE_METADATA", "INTERFACE"))
 MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    *((f'"{t}"', re.compile(rf'"{t}"\s*:')) for t in _TABLES),
+    # A table, or a flat Redis-dump key of it ("PORT_QOS_MAP|Ethernet0").
+    *((f'"{t}"', re.compile(rf'"{t}(?:\|[^"\n]{{1,256}})?"\s*:')) for t in _TABLES),
     ('"pfc_enable"', re.compile(r'"pfc_enable"\s*:')),
     ('"wred_profile"', re.compile(r'"wred_profile"\s*:')),
     ('"Ethernet0|3" key', re.compile(r'"(?:Ethernet|Asic)[\w|,-]{0,64}\|\d[\d-]*"\s*:')),
 )
+_LISTED = {"SYSTEM_PORT": "VOQ chassis system ports"}
+"""Tables a RoCE config carries that no rule reads: named in the read report and the notes, never guessed from."""
+_DUMP_KEYS = frozenset({"type", "value", "ttl", "expireat"})
+_FILE = re.compile(r"config_db(\d{0,3})\.json\b")
 _ASIC = re.compile(r"^[Aa]sic(\d{1,3})$")
 _NAMESPACE = re.compile(r"^(localhost|asic\d{1,3})$")
 _T = TypeVar("_T")
@@ -121,28 +126,85 @@ def _profile_name(value: str) -> str:
     return value.strip("[]").split("|")[-1]
 
 
-def read(r: Reading, *, device: str | None = None) -> Deployed:
-    doc = TableDoc(r, known=lambda name: name in _READ or bool(_NAMESPACE.match(name)))
-    dups = Dups()
+def _table_of(name: str) -> str:
+    return name.split("|", 1)[0]
+
+
+def _wanted(name: str) -> bool:
+    """A table (or flat ``TABLE|key`` entry, or namespace) this reader uses."""
+    return _table_of(name) in _READ or bool(_NAMESPACE.match(name))
+
+
+def _known(name: str) -> bool:
+    return _wanted(name) or _table_of(name) in _LISTED
+
+
+def _files(r: Reading) -> list[tuple[str, range | None]]:
+    """One ``(namespace, lines)`` per config_db file when the paste holds files after ``cat`` prompts or ``==> f <==``
+    headings naming them (``config_db0.json``: namespace ``asic0``); ``[("", None)]`` for one file."""
+    found: list[tuple[str, int]] = []
+    for line in r.text.lines:
+        if line.kind in ("command", "heading"):
+            match = _FILE.search(line.text[:512])
+            if match is not None:
+                found.append((f"asic{match.group(1)}" if match.group(1) else "localhost", line.number))
+    if not found or (len(found) == 1 and found[0][0] == "localhost"):
+        return [("", None)]
+    ends = [number for _, number in found[1:]] + [r.text.total + 1]
+    return [(ns, range(start + 1, end)) for (ns, start), end in zip(found, ends, strict=True)]
+
+
+def _unwrap(entry: Any) -> Any:
+    """A Redis dump entry: ``{"type": "hash", "value": {...}}`` (sonic-db-dump, redis-dump -y; ``ttl`` and
+    ``expireat`` beside it) or ``{"value": {...}}`` as design documents print it; a plain field object as is."""
+    if isinstance(entry, dict) and isinstance(entry.get("value"), dict) and set(entry) <= _DUMP_KEYS:
+        return entry["value"] if str(entry.get("type", "hash")) == "hash" else None
+    return entry
+
+
+def _unflatten(db: dict[str, Any], r: Reading, lines: dict[str, int]) -> dict[str, Any]:
+    """Flat ``"TABLE|key"`` entries of a Redis dump into config_db tables; nested tables are kept as they are."""
+    out: dict[str, Any] = {}
+    for key, value in db.items():
+        table, sep, rest = key.partition("|")
+        if not sep:
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key].update(value)
+            else:
+                out[key] = value
+            continue
+        fields = _unwrap(value)
+        if not isinstance(fields, dict):
+            continue  # a list, set or string key of the dump: no config_db table is one
+        if table in out and not isinstance(out[table], dict):
+            continue
+        out.setdefault(table, {})[rest] = fields
+        if key in lines:
+            lines.setdefault(table, lines[key])
+    return out
+
+
+def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None) -> dict[str, Any]:
+    """The tables of one file as a config_db object, whole when it parses as one, else table by table."""
+    doc = TableDoc(r, known=_known, within=within)
     spans = doc.tables()
     db: Any = None
     try:
         db = json.loads(doc.text, object_pairs_hook=dups)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        if any(name in _READ or _NAMESPACE.match(name) for name, _, _ in spans):
+        if any(_wanted(name) for name, _, _ in spans):
             r.warn(line, f"the text is not one JSON object ({str(exc)[:80]}); read table by table")
         db = None
-    lines: dict[str, int] = {}
     if not isinstance(db, dict):
         db = {}
         for name, start, end in spans:
             line = doc.line_of(start)
             if end < 0:
-                if name in _READ or _NAMESPACE.match(name):
+                if _wanted(name):
                     r.warn(line, f"table {name} is cut off (its closing brace is not in the text); it is not used")
                 continue
-            if not (name in _READ or _NAMESPACE.match(name)):
+            if not _known(name):
                 continue
             try:
                 value = json.loads("{" + doc.text[start:end] + "}", object_pairs_hook=dups)
@@ -156,23 +218,48 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     for name, start, end in spans:
         if name in db or any(name in v for v in db.values() if isinstance(v, dict)):
             lines.setdefault(name, doc.line_of(start))
-            if end > 0 and (name in _READ or _NAMESPACE.match(name)):
+            if end > 0 and _wanted(name):
                 for number in range(doc.line_of(start), doc.line_of(end - 1) + 1):
                     r.use(number)
+            elif end > 0 and _table_of(name) in _LISTED:
+                r.unknown(doc.line_of(start))
+    return _unflatten(db, r, lines) if any("|" in key for key in db) else db
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    dups = Dups()
+    lines: dict[str, int] = {}
+    files = _files(r)
+    if files[0][1] is None:
+        db = _collect(r, dups, lines, None)
+    else:
+        # config_db.json, config_db0.json, ... pasted one after another: one namespace each, as on the switch.
+        db = {ns: _collect(r, dups, lines, within) for ns, within in files}
+    return deployed_from_db(db, dups, r, lines, device)
+
+
+def deployed_from_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, int], device: str | None,
+                     fmt: str = FORMAT) -> Deployed:
+    """The record of a config_db object, or of one object per namespace (multi-ASIC: ports ``asicN/EthernetX`` of
+    one device, front-end and back-end ASICs alike)."""
+    listed = sorted({t for part in (db, *(v for k, v in db.items() if _NAMESPACE.match(k) and isinstance(v, dict)))
+                     for t in part if t in _LISTED})
+    notes = tuple(f"{t} ({_LISTED[t]}) is not read" for t in listed)
     if db and all(_NAMESPACE.match(k) for k in db) and all(isinstance(v, dict) for v in db.values()):
-        parts = [_parse_db(v, dups, r, lines, device, "" if k == "localhost" else f"{k}/")
+        parts = [_parse_db(v, dups, r, lines, device, "" if k == "localhost" else f"{k}/", fmt)
                  for k, v in sorted(db.items()) if any(t in v for t in _TABLES)]
         if not parts:
-            return Deployed(device=device or device_from_source(r.source), kind="switch", format=FORMAT,
-                            source=r.source)
+            return Deployed(device=device or device_from_source(r.source), kind="switch", format=fmt,
+                            source=r.source, notes=notes)
         base = parts[0]
         return replace(base, ports=tuple(p for part in parts for p in part.ports),
-                       complete=all(part.complete for part in parts))
-    return _parse_db(db, dups, r, lines, device, "")
+                       complete=all(part.complete for part in parts), notes=base.notes + notes)
+    record = _parse_db(db, dups, r, lines, device, "", fmt)
+    return replace(record, notes=record.notes + notes) if notes else record
 
 
 def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, int], device: str | None,
-              prefix: str) -> Deployed:
+              prefix: str, fmt: str = FORMAT) -> Deployed:
     source = r.source
 
     def at(table: str) -> Where:
@@ -191,6 +278,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
     meta_table = table("DEVICE_METADATA")
     meta = meta_table.get("localhost", {})
     name = device or str(meta.get("hostname") or device_from_source(source))
+    db = _local_voq_keys(db, meta)
 
     def keyed(table_name: str) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -393,7 +481,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
     return Deployed(
         device=name,
         kind="switch",
-        format=FORMAT,
+        format=fmt,
         source=source,
         dscp_to_priority=default_dscp or {},
         priority_to_queue=bound(glob, "tc_to_queue_map", queue_maps) or bound(first_port, "tc_to_queue_map",
@@ -406,6 +494,30 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
         dscp_conflicts=conflicts,
         complete="DEVICE_METADATA" in db and "PORT" in db,
     )
+
+
+def _local_voq_keys(db: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """On a VOQ linecard, QUEUE and BUFFER_* keys name ports system-wide (``lc1|asic0|Ethernet0|3``) while PORT and
+    PORT_QOS_MAP name them locally (``Ethernet0``): keys of this linecard's own ASIC (DEVICE_METADATA ``hostname``
+    and ``asic_name``) are read as the local port, so one port is one record. Other linecards' keys keep
+    ``asicN/EthernetX``; the trailing queue is never split off as part of the port."""
+    host, asic = str(meta.get("hostname", "")), str(meta.get("asic_name", "")).lower()
+    if not host or not _ASIC.match(asic):
+        return db
+    own = f"{host}|".lower()
+
+    def local(key: str) -> str:
+        parts = key.split("|")
+        if len(parts) >= 3 and key.lower().startswith(own) and parts[1].lower() == asic:
+            return "|".join(parts[2:])
+        return key
+
+    out = dict(db)
+    for table in _TABLES:
+        entries = db.get(table)
+        if isinstance(entries, dict) and any("|" in k for k in entries):
+            out[table] = {local(k): v for k, v in entries.items()}
+    return out
 
 
 def _wred(entry: Mapping[str, Any], where: Where, name: str) -> EcnProfile:
