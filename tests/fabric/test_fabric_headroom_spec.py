@@ -64,3 +64,17 @@ def test_missing_table_is_exit_2_naming_the_field(tmp_path: Path, capsys: pytest
     assert main(["fabric", "lint", "--fabric", str(path)]) == 2
     err = capsys.readouterr().err
     assert "switches[0].asic" in err and "nope.ini" in err and "does not exist" in err and err.count("\n") == 1
+
+
+def test_spec_eight_lanes_and_a_sku_group_preset_reach_the_vendor_model(tmp_path: Path) -> None:
+    # asic.eight_lanes on Spectrum-4 (400G as 8 x 50G) doubles the vendor xon; a SKU group's preset is a model name.
+    eight = load_spec(_spec(tmp_path, {"model": "spectrum4", "eight_lanes": True}))
+    room = headroom_for_port(eight, "leaf1:Ethernet0")  # 400G, 3 m, MTU 9216
+    assert room is not None and room.model == "vendor:spectrum4" and room.xon_bytes == 38912
+    assert room.size_bytes == room.xoff_bytes + 38912 + 9216
+    data = yaml.safe_load((SPECS / "reference.yaml").read_text())
+    data["switches"][0]["asic"] = "spectrum3-shp-o8c48"
+    (tmp_path / "sku.yaml").write_text(yaml.safe_dump(data))
+    sku = headroom_for_port(load_spec(tmp_path / "sku.yaml"), "leaf1:Ethernet0")
+    assert sku is not None and sku.model == "vendor:spectrum3-shp-o8c48"
+    assert sku.xon_bytes == sku.size_bytes == 38912 and "Mellanox-SN4280-O8C40" in " ".join(sku.calibrated_on)

@@ -107,7 +107,8 @@ def schema_cmd() -> int:
 @click.option("--small-packet-pct", type=click.IntRange(0, 100), default=100, show_default=True,
               help="sonic: share of small packets in the cell-occupancy worst case.")
 @click.option("--lanes", type=click.IntRange(1, 8), default=None,
-              help="sonic: SerDes lanes of the port (8 lanes double xon); default from the ASIC's lane rate.")
+              help="vendor and sonic: SerDes lanes of the port (8 lanes double xon); default from the ASIC's lane "
+                   "rate (vendor: the calibration table's).")
 @click.option("--medium", type=click.Choice(("copper", "fiber")), default="fiber", show_default=True,
               help="Cable medium (ieee model).")
 @fabric_option("Instead of one link: every cabled port of this spec, with the model its device uses.")
@@ -133,7 +134,7 @@ def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str,
         if model == "ieee":
             options = {"medium": medium}
         elif model == "vendor":
-            options = {"shared_headroom_pool": shp}
+            options = {"shared_headroom_pool": shp, "lanes": lanes}
         elif model == "sonic":
             eight = (lanes if lanes is not None else default_lanes(asic, speed)) == 8
             options = {"shared_headroom_pool": shp, "lossless_mtu": lossless_mtu,
@@ -147,6 +148,8 @@ def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str,
     con.print(f"{label}, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}")
     extra = "" if result.xon_offset_bytes is None else f"   xon_offset {result.xon_offset_bytes} B"
     con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B{extra}")
+    if result.calibrated_on:
+        con.print("calibrated on " + "; ".join(result.calibrated_on), soft_wrap=True)
     if explain:
         from rich.table import Table
 

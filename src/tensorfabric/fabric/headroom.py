@@ -143,6 +143,8 @@ class HeadroomResult:
     """Broadcom only: the XON offset below the XOFF point."""
     dynamic_th: int | None = None
     """The profile's ``dynamic_th`` exponent where the vendor table or preset sets one."""
+    calibrated_on: tuple[str, ...] = ()
+    """Vendor presets: the SKU tables (sonic-buildimage device directories) the preset was fitted on."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -154,6 +156,8 @@ class HeadroomResult:
             out["xon_offset_bytes"] = self.xon_offset_bytes
         if self.dynamic_th is not None:
             out["dynamic_th"] = self.dynamic_th
+        if self.calibrated_on:
+            out["calibrated_on"] = list(self.calibrated_on)
         return out
 
 
@@ -286,11 +290,14 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
 
 
 def _vendor(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer | str, *,
-            shared_headroom_pool: bool = False, **_: Any) -> HeadroomResult:
+            shared_headroom_pool: bool = False, lanes: int | None = None, eight_lanes: bool | None = None,
+            **_: Any) -> HeadroomResult:
     from tensorfabric.fabric.headroom_presets import preset_headroom, preset_named
 
     preset = preset_named(asic if isinstance(asic, str) else asic.name, shared_headroom_pool=shared_headroom_pool)
-    got = preset_headroom(preset, speed_bps, cable_m, mtu)
+    if lanes is None and eight_lanes:
+        lanes = 8
+    got = preset_headroom(preset, speed_bps, cable_m, mtu, lanes=lanes)
     gbps = round(speed_bps / 1e9)
     size_formula = {"xoff+xon": "xoff + xon" + (" + port_mtu (8 lanes)" if got.lanes8 else ""),
                     "xon": "xon (shared headroom pool: xoff is drawn from the pool)",
@@ -308,7 +315,7 @@ def _vendor(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer | str, 
         HeadroomTerm("size", got.size, "bytes", size_formula[preset.size_rule]),
     )
     return HeadroomResult(f"vendor:{preset.name}", speed_bps, cable_m, mtu, got.xoff, got.xon, got.size, terms,
-                          preset.xon_offset, preset.threshold)
+                          preset.xon_offset, preset.threshold, tuple(str(t) for t in preset.tables))
 
 
 _MAX_SPEED_BPS = 1e14
@@ -395,7 +402,8 @@ def headroom_for_port(spec: FabricSpec, endpoint: str, *, configured: bool = Tru
             return headroom_from_table(asic.lookup_table, speed, cable, mtu, round_up=True)
         if mode == "vendor":
             return compute_headroom(speed, cable, mtu, "vendor", asic.model,
-                                    shared_headroom_pool=asic.shared_headroom_pool)
+                                    shared_headroom_pool=asic.shared_headroom_pool,
+                                    lanes=8 if asic.eight_lanes else None)
         return compute_headroom(speed, cable, mtu, "sonic", asic.buffer(), eight_lanes=asic.eight_lanes,
                                 shared_headroom_pool=asic.shared_headroom_pool)
     host = spec.host(device)
