@@ -3,7 +3,8 @@
 Without ``--serve`` it draws a live view (top ports by paused share, alerts) every ``--interval``; ``--once
 --json`` prints one poll as ``{"samples": [...], "alerts": [...]}``; ``--record PATH`` appends every sample as
 a JSON line (readable again with ``--source replay:PATH``). Exit code 1 when alerts are active at the end or
-a source failed its last poll; 2 for unusable input (a source spec that cannot be opened, a busy port).
+a source failed its last poll; 2 for unusable input (a source spec that cannot be opened, a busy port); 130 on
+Ctrl-C and 143 on SIGTERM (the exporter closed first), as for every verb.
 With ``--serve`` every scrape reads the sources itself unless the last poll is under a second old (collect
 on scrape); the background loop polls only when nobody scraped for ``--interval``.
 """
@@ -223,9 +224,9 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
                 time.sleep(max(0.0, min(0.2, until - time.monotonic())))  # scrapes may reach --polls meanwhile
             if total is not None and done >= total:
                 break
-    except KeyboardInterrupt:
-        pass
     finally:
+        # Ctrl-C and SIGTERM (raised as Interrupted by the CLI) pass on after the server is closed, so the shell
+        # sees 130/143: a supervisor that stopped the monitor must not read "exited 0, all clear".
         if server is not None:
             server.shutdown()
             server.server_close()
