@@ -140,6 +140,55 @@ def summary(table: list[Row]) -> list[dict[str, object]]:
     return out
 
 
+# A family name's preset against the family's other SKU tables (the envelope: at or above them, not tight).
+FAMILY_OTHERS: dict[str, tuple[str, ...]] = {
+    "spectrum1": ("ACS-SN2201",),
+    "spectrum1-shp": ("Mellanox-SN2700-D40C8S8",),
+    "spectrum2": ("ACS-MSN3700",),
+    "spectrum3-shp": ("Mellanox-SN4700-O8C48", "Mellanox-SN4280-O8C40", "Mellanox-SN4600C-D24C52"),
+    "spectrum4-shp": ("Mellanox-SN5600-C224O8", "Mellanox-SN5600-C256S1"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    family: str
+    sku: str
+    rows: int
+    refused: int
+    low: float
+    high: float
+    xon_below: int
+
+
+def envelopes() -> list[Envelope]:
+    by_sku = {sku_dir.rsplit("/", 1)[-1]: table for sku_dir, table in fixtures().items()}
+    out: list[Envelope] = []
+    for family, skus in FAMILY_OTHERS.items():
+        for sku in skus:
+            errors: list[float] = []
+            refused = xon_below = 0
+            for row in by_sku[sku].rows:
+                try:
+                    got = compute_headroom(row.speed_mbps * 1e6, row.cable_m, 9100, "vendor", family)
+                except InputError:
+                    refused += 1
+                    continue
+                errors.append((got.xoff_bytes - row.xoff) / row.xoff)
+                xon_below += got.xon_bytes < row.xon
+            out.append(Envelope(family, sku, len(errors), refused, min(errors), max(errors), xon_below))
+    return out
+
+
+def envelope_markdown(items: list[Envelope]) -> str:
+    lines = ["| family name | other table of the family | rows | refused | xoff error | rows with xon below |",
+             "|---|---|---|---|---|---|"]
+    for e in items:
+        lines.append(f"| {e.family} | {e.sku} | {e.rows} | {e.refused} | {_pct(e.low)} .. {_pct(e.high)} | "
+                     f"{e.xon_below} |")
+    return "\n".join(lines)
+
+
 def summary_markdown(items: list[dict[str, object]]) -> str:
     def pct(value: object) -> str:
         return "n/a" if value is None else f"{float(value) * 100:+.1f} %"  # type: ignore[arg-type]
@@ -157,8 +206,10 @@ def summary_markdown(items: list[dict[str, object]]) -> str:
 def generated() -> str:
     """The block between the markers, markers included."""
     table = rows()
-    return "\n".join([START, "", summary_markdown(summary(table)), "", "<details><summary>Every row</summary>", "",
-                      markdown(table), "", "</details>", "", END])
+    return "\n".join([START, "", summary_markdown(summary(table)), "",
+                      "A family name against the family's other tables (at or above them; the SKU group's own "
+                      "preset is the tight one):", "", envelope_markdown(envelopes()), "",
+                      "<details><summary>Every row</summary>", "", markdown(table), "", "</details>", "", END])
 
 
 def in_doc(text: str) -> str:
