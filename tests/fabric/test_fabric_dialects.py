@@ -58,6 +58,11 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "nxos-n9k-dscp-in-two-classes.nxos": ("nxos", {"dscp.conflict"}),
     "nxos-n3k-no-hysteresis.nxos": ("nxos", {"pfc.no-hysteresis"}),
     "nxos-n3k-cnp-bandwidth-percent.nxos": ("nxos", {"cnp.weighted"}),
+    "nxos-n3k-no-cnp-class.nxos": ("nxos", {"cnp.no-class"}),
+    "nxos-n3k-cnp-not-strict.nxos": ("nxos", {"cnp.not-strict"}),
+    "nxos-n9k-no-watchdog.nxos": ("nxos", {"pfcwd.absent", "pfc.non-default-priority"}),
+    "nxos-n9k-class-mtu-1500.nxos": ("nxos", {"mtu.lossless-class-too-small", "pfc.non-default-priority"}),
+    "nxos-n9k-queuing-policy-undefined.nxos": ("nxos", {"config.undefined-reference", "pfc.non-default-priority"}),
     # Arista EOS
     "eos-7060x5-segments.eos": ("eos", set()),
     "eos-default-map-rewrite.eos": ("eos", set()),
@@ -66,6 +71,12 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "eos-cnp-queue-not-strict.eos": ("eos", {"cnp.not-strict"}),
     "eos-watchdog-no-timers.eos": ("eos", {"pfcwd.no-timers"}),
     "eos-trust-cos-routed.eos": ("eos", {"trust.pcp-on-routed"}),
+    "eos-watchdog-action-no-drop.eos": ("eos", {"pfcwd.no-drop-action"}),
+    "eos-pfc-all-off.eos": ("eos", {"roce.dscp-not-lossless"}),
+    # the ports apply a profile without queues: no ECN and no strict CNP queue follow from the unused one
+    "eos-pfc-profile-unused.eos": ("eos", {"config.undefined-reference", "ecn.disabled", "cnp.not-strict"}),
+    "eos-roce-remarked-egress.eos": ("eos", {"dscp.egress-rewrite"}),
+    "eos-no-watchdog.eos": ("eos", {"pfcwd.absent"}),
     # Cumulus Linux: traffic.conf / qos_features.conf, NVUE transcripts, nv show qos roce
     "cumulus-4x-roce.traffic_conf": ("cumulus-datapath", set()),
     "cumulus-5x-qos_features.traffic_conf": ("cumulus-datapath", set()),
@@ -90,6 +101,12 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "dell-roce-dscp-24.dellsonic": ("dell-sonic", {"roce.dscp-not-lossless"}),
     "dell-cnp-queue-dwrr.dellsonic": ("dell-sonic", {"cnp.weighted"}),
     "dell-watchdog-no-timers.dellsonic": ("dell-sonic", {"pfcwd.no-timers"}),
+    "dell-wred-policy-undefined.dellsonic": ("dell-sonic", {"config.undefined-reference"}),
+    "dell-scheduler-policy-undefined.dellsonic": ("dell-sonic", {"config.undefined-reference"}),
+    # host set-up scripts: doRoCE steps with an explicit DSCP map, and PFC moved off the priority DSCP 26 uses
+    "host-doroce-dscp-map.sh": ("host-script", set()),
+    "host-pfc-priority-unused.sh": ("host-script", {"pfc.priority-unused", "roce.dscp-not-lossless", "ecn.disabled",
+                                                    "pfc.non-default-priority"}),
     # Junos class-of-service: PFC priority 3 on queue 4 is legal
     "junos-qfx5240-roce.junos": ("junos", {"pfcwd.no-timers"}),
     "junos-qfx5230-watchdog-timers.junos": ("junos", set()),
@@ -100,7 +117,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
 # The deviations of issue 13 item 2 (ECN step profiles are the one that must *not* fire, see sonic-ecn-step).
 DEVIATIONS = {"trust.pcp-on-routed", "cnp.no-class", "cnp.not-strict", "cnp.weighted", "dscp.conflict",
               "roce.dscp-not-lossless", "roce.lossy-pool", "pfc.non-default-priority", "pfcwd.no-timers",
-              "pfcwd.absent", "pfc.no-hysteresis"}
+              "pfcwd.absent", "pfc.no-hysteresis", "pfcwd.no-drop-action", "dscp.egress-rewrite",
+              "mtu.lossless-class-too-small", "pfc.priority-unused", "config.undefined-reference"}
 
 
 def _path(name: str) -> Path:
@@ -177,6 +195,10 @@ EDITS: list[tuple[str, str, str, str]] = [
      "config.undefined-reference"),
     ("dell-z9664-roce.dellsonic", " dscp 48 traffic-class 6\n", "", "cnp.no-class"),
     ("junos-qfx5240-roce.junos", "priority strict-high;", "transmit-rate percent 5;", "cnp.weighted"),
+    ("eos-7060x5-segments.eos", "watchdog action drop", "watchdog action no-drop", "pfcwd.no-drop-action"),
+    ("eos-default-map-rewrite.eos", "traffic-class 3 to dscp 26", "traffic-class 3 to dscp 24", "dscp.egress-rewrite"),
+    ("dell-z9664-roce.dellsonic", " mtu 9100\n", " mtu 1500\n", "mtu.lossless-class-too-small"),
+    ("host-doroce-dscp-map.sh", "--pfc 0,0,0,1,0,0,0,0", "--pfc 0,0,0,1,1,0,0,0", "pfc.priority-unused"),
     ("cl5-leaf2-roce.nvshow", "    3  3    24,25,26,27,28,29,30,31  3",
      "    3  3    24,25,26,27,28,29,30,31  3\n    9  -    26                       5", "dscp.conflict"),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint import finding, fixes, rule
 from tensorfabric.fabric.lint.rules_dscp import priority_of
 from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
@@ -34,7 +34,7 @@ def not_strict(ctx: LintContext) -> Iterator[Finding]:
                 yield finding(NOT_STRICT, ref.subject, f"CNP DSCP {dscp} -> priority {prio} -> queue {queue}, which "
                               f"is not strict (strict queues: {sorted(strict) or 'none'}); delayed CNPs break DCQCN",
                               {"dscp": dscp, "priority": prio, "queue": queue, "strict_queues": sorted(strict)},
-                              f"schedule queue {queue} strict priority on {ref.device.device}")
+                              fixes.strict_queue(ref.device.format, queue))
 
 
 def _unclassified(ref: PortRef, dscp: int) -> bool:
@@ -52,7 +52,8 @@ def no_class(ctx: LintContext) -> Iterator[Finding]:
                               "the default (best-effort) queue behind the traffic they should slow down",
                               {"dscp": dscp, "mapped_dscps": len(ref.port.dscp_to_priority or {}),
                                "source": ref.device.source},
-                              f"map DSCP {dscp} to priority {ctx.plan.cnp.priority} and serve it strict")
+                              f"{fixes.dscp_map(ref.device.format, dscp, ctx.plan.cnp.priority)}; then "
+                              f"{fixes.strict_queue(ref.device.format, ref.device.queue_of(ctx.plan.cnp.priority))}")
 
 
 @rule(WEIGHTED, "error", "R3", "CNP queue scheduled by bandwidth percent / DWRR instead of strict priority")
@@ -68,8 +69,8 @@ def weighted(ctx: LintContext) -> Iterator[Finding]:
                 yield finding(WEIGHTED, ref.subject, f"CNP queue {queue} gets a {weights[queue]} % DWRR share instead "
                               "of strict priority; under load CNPs wait their turn and DCQCN reacts late",
                               {"dscp": dscp, "queue": queue, "weight": weights[queue], "source": ref.device.source},
-                              f"replace the bandwidth share of queue {queue} by strict priority (priority level 1, "
-                              "type strict, priority strict-high)")
+                              f"replace the bandwidth share of queue {queue} by strict priority: "
+                              f"{fixes.strict_queue(ref.device.format, queue)}")
 
 
 @rule(MISMATCH, "error", "R3", "NIC CNP priority differs from the switch's, or CNPs share a lossless class")

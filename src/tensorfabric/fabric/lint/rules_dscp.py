@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint import finding, fixes, rule
 from tensorfabric.fabric.lint.view import LintContext, PortRef
 from tensorfabric.findings import Finding
 
 RULE = "roce.dscp-not-lossless"
 CONFLICT = "dscp.conflict"
 LOSSY_POOL = "roce.lossy-pool"
+EGRESS_REWRITE = "dscp.egress-rewrite"
 
 
 def priority_of(ref: PortRef, dscp: int) -> int | None:
@@ -78,3 +79,21 @@ def lossy_pool(ctx: LintContext) -> Iterator[Finding]:
                               {"dscp": dscp, "priority": prio, "pg": pg, "queue": queue,
                                "source": ref.device.source},
                               f"bind PG {pg} / queue {queue} to the lossless pool's profile")
+
+
+@rule(EGRESS_REWRITE, "error", "R1", "the RoCE class is re-marked to another DSCP on egress")
+def egress_rewrite(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        rewrite = ref.device.priority_to_dscp
+        intent = ctx.roce_intent(ref)
+        if not rewrite or not intent.determined or intent.priority is None:
+            continue
+        out = rewrite.get(intent.priority)
+        if out is None or out == intent.dscp:
+            continue
+        yield finding(EGRESS_REWRITE, ref.subject, f"RoCE (DSCP {intent.dscp}) rides priority {intent.priority}, "
+                      f"which leaves the switch re-marked DSCP {out}: the next hop classifies it by {out}, not by the "
+                      "RoCE DSCP its lossless class is built for",
+                      {"dscp": intent.dscp, "priority": intent.priority, "egress_dscp": out,
+                       "source": ref.device.source},
+                      fixes.no_egress_rewrite(ref.device.format, intent.priority, out))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from tensorfabric.fabric.lint import finding, rule
+from tensorfabric import roce
+from tensorfabric.fabric.lint import finding, fixes, rule
 from tensorfabric.fabric.lint.view import LintContext
 from tensorfabric.findings import Finding
 
@@ -13,6 +14,7 @@ LINK_PAUSE = "pfc.link-pause"
 TOO_MANY = "pfc.too-many-lossless"
 NOT_THREE = "pfc.non-default-priority"
 NO_HYSTERESIS = "pfc.no-hysteresis"
+UNUSED = "pfc.priority-unused"
 MAX_LOSSLESS = 2  # Guo et al. 2016: shallow-buffer switches had headroom for two lossless classes
 
 
@@ -106,3 +108,42 @@ def too_many(ctx: LintContext) -> Iterator[Finding]:
             yield finding(TOO_MANY, ref.subject, f"{len(pfc)} lossless priorities {sorted(pfc)}; switch buffers hold "
                           f"headroom for at most {MAX_LOSSLESS}", {"pfc_priorities": sorted(pfc)},
                           "keep RoCE on one lossless priority (two at most)")
+
+
+def _sent_dscps(ctx: LintContext, env: Mapping[str, str]) -> set[int]:
+    """The DSCPs a host's RDMA traffic carries: the plan's RoCE DSCP and the one NCCL_IB_TC sets."""
+    dscps = set(ctx.plan.roce.dscp)
+    raw = env.get("NCCL_IB_TC")
+    if raw is not None:
+        try:
+            dscps.add(roce.dscp_of_traffic_class(int(raw, 0)))
+        except ValueError:
+            pass  # a malformed value is the NCCL rule's finding
+    return dscps
+
+
+@rule(UNUSED, "warning", "R2", "a host enables PFC on a priority its DSCP map never sends RoCE to")
+def unused(ctx: LintContext) -> Iterator[Finding]:
+    switch_sets = [set(r.port.pfc_priorities) for r in ctx.ports("switch") if r.port.pfc_priorities is not None]
+    for ref in ctx.ports("host"):
+        pfc, table = ref.port.pfc_priorities, ref.port.dscp_to_priority
+        if not pfc or not table or ref.device.format == "spec":
+            continue  # a spec's host is held to the plan by pfc.priority-mismatch
+        sent = _sent_dscps(ctx, ref.device.nccl_env)
+        lands = {d: table.get(d, 0) for d in sorted(sent)}
+        # A priority outside the plan's lossless set, or one a switch given with it does not pause, is
+        # pfc.priority-mismatch's finding already; this rule names the idle class everyone agrees on.
+        planned = set(ctx.plan.lossless_priorities) if ctx.spec is not None else set(pfc)
+        for sw in switch_sets:
+            planned &= sw
+        idle = sorted(p for p in pfc if p not in lands.values() and p in planned)
+        if not idle:
+            continue
+        shown = ", ".join(f"DSCP {d} -> {p}" for d, p in lands.items())
+        target = min(idle)
+        yield finding(UNUSED, ref.subject, f"PFC is on priority {idle} but the traffic this host sends lands "
+                      f"elsewhere ({shown}): the lossless class holds headroom for nothing"
+                      + ("" if set(lands.values()) & pfc else ", and RoCE itself rides a lossy priority"),
+                      {"pfc_priorities": sorted(pfc), "dscp_to_priority": lands, "source": ref.device.source},
+                      fixes.dscp_map(ref.device.format, min(sent), target) + f" (or --pfc on priority "
+                      f"{sorted(set(lands.values()))})")

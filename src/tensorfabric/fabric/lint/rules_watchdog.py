@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tensorfabric import roce
-from tensorfabric.fabric.lint import finding, rule
+from tensorfabric.fabric.lint import finding, fixes, rule
 from tensorfabric.fabric.lint.view import LintContext
 from tensorfabric.findings import Finding
 
@@ -18,6 +18,13 @@ SETTINGS = "pfcwd.settings"
 NIC = "pfcwd.nic-storm-prevention-off"
 NO_TIMERS = "pfcwd.no-timers"
 ABSENT = "pfcwd.absent"
+NO_DROP = "pfcwd.no-drop-action"
+# Actions that detect a storm but leave the stuck queue paused and lossless: the pause keeps spreading upstream.
+_PASS_STORM = {"no-drop": "EOS 'action no-drop' keeps the stuck queue lossless",
+               "alert": "SONiC 'alert' only logs the storm"}
+# What a platform runs when the config enables the watchdog without timers (SONiC: `pfcwd start_default`,
+# sonic-utilities pfcwd/main.py); other platforms' defaults are not documented per release, so they stay unnamed.
+_PLATFORM_DEFAULTS = {"sonic": "detection 200 ms, restoration 200 ms, poll 200 ms (pfcwd start_default)"}
 
 
 @rule(OFF, "error", "R10", "PFC watchdog disabled on a lossless switch port")
@@ -40,7 +47,7 @@ def settings(ctx: LintContext) -> Iterator[Finding]:
             yield finding(SETTINGS, ref.subject, f"watchdog detection {wd.detection_ms:g} ms < poll interval "
                           f"{wd.polling_ms:g} ms", {"detection_ms": wd.detection_ms, "polling_ms": wd.polling_ms},
                           "poll at least as often as the detection time")
-        if wd.action is not None and wd.action != "drop":
+        if wd.action is not None and wd.action != "drop" and wd.action not in _PASS_STORM:
             yield finding(SETTINGS, ref.subject, f"watchdog action {wd.action!r} keeps the storm's traffic lossless",
                           {"action": wd.action}, "use action drop")
 
@@ -59,11 +66,20 @@ def no_timers(ctx: LintContext) -> Iterator[Finding]:
     for ref in ctx.ports("switch"):
         wd = ref.port.watchdog
         if wd is not None and wd.enabled and ref.port.pfc_priorities and wd.detection_ms is None:
+            known = _PLATFORM_DEFAULTS.get(ref.device.format) if wd.restoration_ms is None else None
+            if known is not None:
+                # pfcwd_sw_enable without a PFC_WD table: the defaults are documented and sane, so say which apply.
+                yield finding(NO_TIMERS, ref.subject, f"the PFC watchdog is on without timers in the config; the "
+                              f"platform defaults apply: {known}",
+                              {"watchdog": True, "detection_ms": None, "restoration_ms": None, "defaults": known,
+                               "source": ref.device.source},
+                              f"nothing to fix; to pin them: {fixes.watchdog(ref.device.format)}", severity="info")
+                continue
             yield finding(NO_TIMERS, ref.subject, "the PFC watchdog is on but the config sets no detection or "
                           "restoration time; it runs on platform defaults nobody reviewed",
                           {"watchdog": True, "detection_ms": None, "restoration_ms": wd.restoration_ms,
                            "source": ref.device.source},
-                          f"set detection and restoration explicitly ({ADVICE})")
+                          f"set detection and restoration explicitly ({ADVICE}): {fixes.watchdog(ref.device.format)}")
 
 
 @rule(ABSENT, "warning", "R10", "no PFC watchdog configured on a lossless port of a whole-device config")
@@ -73,4 +89,15 @@ def absent(ctx: LintContext) -> Iterator[Finding]:
             yield finding(ABSENT, ref.subject, "the port is lossless but the configuration has no PFC watchdog; a "
                           "stuck receiver can pause the fabric indefinitely",
                           {"pfc_priorities": sorted(ref.port.pfc_priorities), "source": ref.device.source},
-                          f"configure the PFC watchdog ({ADVICE})")
+                          fixes.watchdog(ref.device.format))
+
+
+@rule(NO_DROP, "warning", "R10", "PFC watchdog detects storms but does not drop (no-drop / alert): storms pass")
+def no_drop(ctx: LintContext) -> Iterator[Finding]:
+    for ref in ctx.ports("switch"):
+        wd = ref.port.watchdog
+        if wd is None or not wd.enabled or not ref.port.pfc_priorities or wd.action not in _PASS_STORM:
+            continue
+        yield finding(NO_DROP, ref.subject, f"PFC watchdog action {wd.action!r}: {_PASS_STORM[wd.action]}, so a "
+                      "stuck receiver's pause storm still spreads to every upstream switch",
+                      {"action": wd.action, "source": ref.device.source}, fixes.watchdog_drop(ref.device.format))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tensorfabric import units
 from tensorfabric.errors import InputError
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, PortQos, Trust, Watchdog
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Block,
     Where,
@@ -284,12 +284,23 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             r.use(block.line)
     r.unread_under(tree)
 
+    # A whole config (it names its host) shows every definition: a reference to a missing one is a statement the
+    # switch cannot act on, not a part of the text that was left out.
+    defects: dict[tuple[str, str], ConfigDefect] = {}
+
+    def undefined(kind: str, name: str, number: int, effect: str, fix: str) -> None:
+        if hostname is not None:
+            defects.setdefault((kind, name), ConfigDefect(number, f"{kind} {name!r} is referenced but never defined: "
+                                                                  f"{effect}", fix))
+
     def named(kind: str, port: _Port) -> dict[int, int] | None:
         ref = port.maps.get(kind)
         if ref is None:
             return None
         if ref[0] not in maps[kind]:
             r.warn(ref[1], f"qos-map {kind} {ref[0]!r} is not defined in this text; that map is unknown")
+            undefined(f"qos map {kind}", ref[0], ref[1], "the port keeps the default map",
+                      f"qos map {kind} {ref[0]} with its entries, or qos-map {kind} naming an existing map")
             return None
         return maps[kind][ref[0]]
 
@@ -304,6 +315,8 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         sched = scheds.get(p.sched[0]) if p.sched else None
         if p.sched and sched is None:
             r.warn(p.sched[1], f"scheduler-policy {p.sched[0]!r} is not defined in this text; scheduling unknown")
+            undefined("scheduler-policy", p.sched[0], p.sched[1], "the port keeps default scheduling, with no strict "
+                      "queue for CNPs", f"qos scheduler-policy {p.sched[0]} with a 'queue N / type strict' for CNPs")
         found: dict[int, EcnProfile] = {}
         known = True
         for q, (ref, number) in p.wred.items():
@@ -311,6 +324,9 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             if profile is None:
                 if ref not in wreds:
                     r.warn(number, f"wred-policy {ref!r} is not defined in this text; ECN on queue {q} is unknown")
+                    undefined("wred-policy", ref, number, f"queue {q} gets no ECN marking",
+                              f"qos wred-policy {ref} / green minimum-threshold N maximum-threshold N drop-probability "
+                              "P / ecn green")
                 known = False  # one unknown queue makes the port's ECN unknown, not off
                 break
             found[q] = profile
@@ -331,5 +347,6 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         device=device or hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dscp_tables[0] if len(dscp_tables) == 1 else {}, priority_to_queue=queue_map,
         priority_to_pg=pg_map, ports=tuple(out), dscp_conflicts=conflicts, complete=hostname is not None,
+        defects=tuple(defects.values()),
         notes=("WRED thresholds are the CLI's KB, kept unconverted",) if wreds else (),
     )

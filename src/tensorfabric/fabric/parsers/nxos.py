@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from tensorfabric.errors import ParseError
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Block,
     Where,
@@ -330,6 +330,17 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             _top(block, source, st, iface_blocks)
     r.unread_under(roots)
 
+    # A whole config (hostname and interfaces) shows every policy it has: a service-policy naming a missing one is
+    # ignored by the switch, which is a defect of the config, not a part of it left out of the paste.
+    whole = st.hostname is not None and bool(iface_blocks)
+    defects: dict[str, ConfigDefect] = {}
+
+    def undefined(kind: str, name: str, number: int, effect: str) -> None:
+        if whole:
+            defects.setdefault(f"{kind} {name}", ConfigDefect(
+                number, f"service-policy type {kind} {name!r} names a policy-map that is not defined: {effect}",
+                f"policy-map type {kind} {name} with its classes, or a service-policy naming an existing one"))
+
     def classify(policy: tuple[str, int] | None) -> tuple[dict[int, int] | None, Trust | None]:
         if policy is None:
             return None, None
@@ -337,6 +348,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         entry = st.qos_policies.get(name)
         if entry is None:
             r.warn(number, f"service-policy type qos {name!r} is not defined in this text; classification unknown")
+            undefined("qos", name, number, "ingress traffic is not classified, so RoCE and CNPs land in class-default")
             return None, None
         r.use(number)
         if not entry.complete:
@@ -351,6 +363,8 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         name, number = policy
         if name not in st.queuing:
             r.warn(number, f"service-policy type queuing {name!r} is not defined in this text; scheduling unknown")
+            undefined("queuing", name, number, "the queues keep the default scheduling, without ECN or a strict CNP "
+                                               "queue")
             return None
         r.use(number)
         return st.queuing[name] if st.queuing[name].complete else None
@@ -418,4 +432,5 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         dscp_conflicts={d: frozenset(g) for d, g in st.conflicts.items()},
         complete=st.hostname is not None and bool(iface_blocks),
         notes=tuple(st.notes),
+        defects=tuple(defects.values()),
     )
