@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
-from tensorfabric.cli._common import SIZE, console, emit_json
+from tensorfabric.cli._common import SIZE, console, emit_json, progress
 from tensorfabric.cli._options import count, json_option
 
 __all__ = ["cli"]
@@ -67,7 +70,9 @@ def import_gguf_cmd(file: Path, directory: Path, dtype: str, shard_size: float, 
     weight files' sha256 go into DIRECTORY/SHA256SUMS, which every later load verifies."""
     from tensorfabric.inference.gguf_import import import_gguf
 
-    done = import_gguf(file, directory, dtype=dtype, shard_bytes=int(shard_size), force=force)
+    with ExitStack() as stack:
+        done = import_gguf(file, directory, dtype=dtype, shard_bytes=int(shard_size), force=force,
+                           progress=import_bars(stack))
     cfg = done.config
     if as_json:
         emit_json({"source": done.source, "directory": done.directory, "architecture": done.architecture,
@@ -78,6 +83,15 @@ def import_gguf_cmd(file: Path, directory: Path, dtype: str, shard_size: float, 
         console().print(f"imported {done.name or file.name} ({done.architecture}, {cfg.parameter_count():,} "
                         f"parameters; tensors: {types}) into {directory}: {', '.join(done.files)}", markup=False)
     return 0
+
+
+def import_bars(stack: ExitStack) -> Callable[[str, int], Callable[[float], None]]:
+    """An import's progress bar, drawn on stderr while stderr is a terminal (nothing in a pipe or a log), so
+    ``--json`` on stdout stays clean; closed with ``stack``."""
+    def start(description: str, total: int) -> Callable[[float], None]:
+        return stack.enter_context(progress(description, total, enabled=sys.stderr.isatty()))
+
+    return start
 
 
 @cli.command("info")

@@ -58,7 +58,10 @@ def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str,
 
     if model_dir is not None:
         return tiny_model(environ, notify), 2 if tp is None else tp
-    chosen = default_model(environ, notify=notify)
+    from tensorfabric.cli.model import import_bars
+
+    with ExitStack() as stack:  # the first run imports the model: a bar on a terminal
+        chosen = default_model(environ, notify=notify, progress=import_bars(stack))
     if not chosen.real:
         click.echo(f"tensorfabric: {chosen.fallback_reason}; running the random tiny model instead", err=True)
     return chosen.directory, chosen.tp if tp is None else tp
@@ -245,6 +248,10 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
     from tensorfabric.transfer.launch import spawn, under_torchrun
 
     refuse_existing({"--save-logits": logits_path}, force)
+    if require_rdma:
+        from tensorfabric.cli.env import require_rdma_here
+
+        require_rdma_here()  # exit 2 here, not after ranks are spawned and fail one by one
     environ = dict(os.environ)
     directory, tp = _resolve_model(model_dir, tp, environ)
     prompt_texts = prompts or (DEFAULT_PROMPT,)

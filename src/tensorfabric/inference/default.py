@@ -110,8 +110,10 @@ def _cache_error(directory: Path, exc: OSError) -> InputError:
 
 
 def default_model(environ: Mapping[str, str], find_spec: Finder = importlib.util.find_spec,
-                  notify: Notify | None = None) -> DefaultModel:
-    """SmolLM2 imported into the cache (once, and again when damaged), or the tiny model with the reason."""
+                  notify: Notify | None = None,
+                  progress: Callable[[str, int], Callable[[float], None]] | None = None) -> DefaultModel:
+    """SmolLM2 imported into the cache (once, and again when damaged; ``progress`` draws the import), or the
+    tiny model with the reason."""
     gguf_file, reason = packaged_gguf(find_spec)
     if gguf_file is None:
         return DefaultModel(tiny_model(environ, notify), tp=2, real=False, fallback_reason=reason)
@@ -120,7 +122,7 @@ def default_model(environ: Mapping[str, str], find_spec: Finder = importlib.util
     directory = cache_dir(environ) / REAL_NAME
     if _needs_build(directory, str(gguf_file), notify):
         try:
-            import_gguf(gguf_file, directory, force=True)
+            import_gguf(gguf_file, directory, force=True, progress=progress)
         except OSError as exc:
             raise _cache_error(directory, exc) from exc
     return DefaultModel(directory, tp=3, real=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
     import torch
     from gguf import GGUFReader, ReaderTensor
 
-__all__ = ["ARCHITECTURES", "DEFAULT_SHARD_BYTES", "GGUFImport", "import_gguf", "open_gguf"]
+__all__ = ["ARCHITECTURES", "DEFAULT_SHARD_BYTES", "GGUFImport", "Progress", "import_gguf", "open_gguf"]
+
+Progress = Callable[[str, int], Callable[[float], None]]
+"""``progress(description, total)`` -> ``advance(n)``: how a caller draws the import's bar (one step per tensor)."""
 
 ARCHITECTURES = ("llama",)
 DEFAULT_SHARD_BYTES = 2 * 1024 ** 3  # above this the weights are split into files of at most this size
@@ -208,9 +212,10 @@ def _producer(t: ReaderTensor, hf: str, shape: tuple[int, ...], cfg: ModelConfig
 
 
 def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes: int = DEFAULT_SHARD_BYTES,
-                force: bool = False) -> GGUFImport:
+                force: bool = False, progress: Progress | None = None) -> GGUFImport:
     """Convert the GGUF file ``path`` into a checkpoint directory ``target`` (absent or empty unless ``force``).
-    Every check runs before anything is written; the directory appears complete or not at all."""
+    Every check runs before anything is written; the directory appears complete or not at all. ``progress``
+    is advanced once per tensor dequantised (the slow part: seconds to minutes for a real model)."""
     if importlib.util.find_spec("gguf") is None:
         raise InputError("reading GGUF needs the gguf package: pip install gguf==0.19.0")
     if dtype not in ("float32", "bfloat16", "float16"):
@@ -250,7 +255,22 @@ def import_gguf(path: Path, target: Path, *, dtype: str = "float32", shard_bytes
     size = {"float32": 4}.get(dtype, 2)
     total = sum(p.numel() for p in planned) * size
     name = str(_value(reader, "general.name", source, "") or "")  # read before writing: it may not decode
+    if progress is not None:
+        planned = _counted(planned, progress(f"importing {name or Path(path).name}", len(planned)))
     files = write_checkpoint(target, planned, texts, dtype=dtype, force=force,
                              shard_bytes=shard_bytes if total > shard_bytes else None)
     return GGUFImport(source=source, directory=str(target), architecture=arch, name=name, config=cfg,
                       files=tuple(files), tensor_types=dict(sorted(types.items())))
+
+
+def _counted(planned: list[PlannedTensor], advance: Callable[[float], None]) -> list[PlannedTensor]:
+    """The same tensors, each advancing the bar once its values are produced."""
+    def counted(produce: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+        def run() -> torch.Tensor:
+            values = produce()
+            advance(1)
+            return values
+
+        return run
+
+    return [replace(p, produce=counted(p.produce)) for p in planned]
