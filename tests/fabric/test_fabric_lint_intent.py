@@ -95,3 +95,65 @@ def test_every_rule_declares_the_facts_it_needs() -> None:
     ctx = build_context(None, [parse_deployed(DIALECTS / "sonic-ecn-on-queue-4-fragment.json")])
     statuses = {s.rule: s for s in rule_status(ctx)}
     assert set(statuses) == set(RULES)
+
+
+def test_eos_drop_precedence_map_line_is_read() -> None:
+    text = (DIALECTS / "eos-7060x5-segments.eos").read_text().replace(
+        "qos map dscp 26 to traffic-class 3", "qos map dscp 24 25 26 to traffic-class 3 drop-precedence 1")
+    record = parse_text(text, source="x.eos")
+    assert record.dscp_to_priority[24] == record.dscp_to_priority[26] == 3
+    assert record.read is not None and record.read.not_understood == ()
+    assert lint(None, [record]) == []
+    bad = parse_text(text.replace("drop-precedence 1", "drop-precedence 9"), source="x.eos")
+    assert bad.read is not None and any("drop-precedence" in w for w in map(str, bad.read.warnings))
+
+
+def test_eos_all_off_and_an_unused_profile_are_modelled() -> None:
+    off = parse_deployed(DIALECTS / "eos-pfc-all-off.eos")
+    assert all(p.pfc_priorities == frozenset() for p in off.ports) and off.notes
+    unused = parse_deployed(DIALECTS / "eos-pfc-profile-unused.eos")
+    assert [d.message for d in unused.defects] == [
+        "qos profile 'ROCE' enables PFC on priority [3] but no interface applies it: that PFC is not in force"]
+    # An excerpt without interfaces is not a whole config: an unapplied profile there is only unseen.
+    head = (DIALECTS / "eos-pfc-profile-unused.eos").read_text().split("interface ")[0]
+    assert parse_text(head, source="x.eos").defects == ()
+
+
+def test_nxos_priority_level_1_is_strict() -> None:
+    text = (DIALECTS / "nxos-n3k-named-classes.nxos").read_text().replace(
+        "  class type queuing CLUSTER\n    priority\n", "  class type queuing CLUSTER\n    priority level 1\n")
+    record = parse_text(text, source="x.nxos")
+    assert record.strict_queues == frozenset({7}) and lint(None, [record]) == []
+
+
+def test_sonic_start_default_names_its_timers_as_info() -> None:
+    findings = lint(None, [parse_deployed(DIALECTS / "sonic-pfcwd-start-default.json")])
+    info = [f for f in findings if f.rule == "pfcwd.no-timers"]
+    assert info and all(f.severity == "info" and "200 ms" in f.message for f in info)
+
+
+@pytest.mark.parametrize(("name", "rule", "syntax"), [
+    ("nxos-n3k-cnp-not-strict.nxos", "cnp.not-strict", "priority level 1"),
+    ("nxos-n3k-no-cnp-class.nxos", "cnp.no-class", "match dscp 48"),
+    ("eos-cnp-queue-not-strict.eos", "cnp.not-strict", "priority strict"),
+    ("eos-watchdog-action-no-drop.eos", "pfcwd.no-drop-action", "priority-flow-control pause watchdog action drop"),
+    ("eos-roce-remarked-egress.eos", "dscp.egress-rewrite", "no qos map traffic-class 3 to dscp 24"),
+    ("nxos-n9k-class-mtu-1500.nxos", "mtu.lossless-class-too-small", "class type network-qos"),
+    ("nxos-n9k-no-watchdog.nxos", "pfcwd.absent", "priority-flow-control watch-dog-interval on"),
+    ("dell-cnp-queue-dwrr.dellsonic", "cnp.weighted", "type strict"),
+    ("host-pfc-priority-unused.sh", "pfc.priority-unused", "mlnx_qos -i <netdev> --dscp2prio set,26,4"),
+])
+def test_fixes_are_written_in_the_dialect(name: str, rule: str, syntax: str) -> None:
+    fixes = [f.fix for f in lint(None, [parse_deployed(DIALECTS / name)]) if f.rule == rule]
+    assert fixes and all(syntax in fix for fix in fixes), fixes
+
+
+def test_new_rules_are_undeterminable_on_fragments_not_silent() -> None:
+    # The queue-4 SONiC fragment has no MTU, no DSCP map and no watchdog table.
+    ctx = build_context(None, [parse_deployed(DIALECTS / "sonic-ecn-on-queue-4-fragment.json")])
+    statuses = {s.rule: s for s in rule_status(ctx)}
+    assert statuses["mtu.lossless-class-too-small"].status == "undeterminable"
+    assert statuses["dscp.egress-rewrite"].status == "undeterminable"
+    assert statuses["pfcwd.no-drop-action"].status == "undeterminable"
+    assert statuses["pfc.priority-unused"].status == "not applicable"  # no host given
+    assert statuses["ecn.disabled"].status == "checked"
