@@ -3,8 +3,13 @@ syntax, which lint rule fires on each deviating fixture, and how detection tells
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metamorphic import mutations
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import EcnProfile, Watchdog
 from tensorfabric.fabric.lint import lint
@@ -101,6 +106,26 @@ def test_onyx_split_ports_prompts_and_the_roce_preset() -> None:
     assert lossy.lossy_pgs == frozenset({3}) and lossy.queue_weights == {6: 10}
 
 
+def test_onyx_interface_mode_blocks_and_prompts() -> None:
+    text = ("switch (config) # interface ethernet 1/5\n"
+            "switch (config interface ethernet 1/5) # dcb priority-flow-control mode on force\n"
+            "switch (config interface ethernet 1/5) # qos trust L3\n"
+            "switch (config interface ethernet 1/5) # exit\n"
+            "switch (config) # dcb priority-flow-control enable force\n"
+            "switch (config) # dcb priority-flow-control priority 3 enable\n"
+            "interface ethernet 1/7\n"
+            "  traffic-class 3 congestion-control both minimum-absolute 150 maximum-absolute 1500\n"
+            "  dcb priority-flow-control mode on force\n"
+            "interface ethernet 1/9 no dcb priority-flow-control mode force\n")
+    d = parse_text(text, source="pasted.txt")
+    assert d.format == "onyx" and d.read is not None and not d.read.not_understood
+    assert d.port("Ethernet1/5").trust == "dscp" and d.port("Ethernet1/5").pfc_priorities == frozenset({3})
+    seven = d.port("Ethernet1/7")
+    assert seven.trust is None and seven.pfc_priorities == frozenset({3})
+    assert seven.ecn == {3: EcnProfile(150, 1500, 100.0, True, unit="kbytes")}  # 'both': marks ECN-capable packets
+    assert d.port("Ethernet1/9").pfc_priorities == frozenset()
+
+
 def test_onyx_fragment_is_not_judged_as_a_whole_config() -> None:
     d = parse_text("interface ethernet 1/1 qos trust L3\nhostname sw9\n", source="x.onyx")
     assert not d.complete and d.port("Ethernet1/1").ecn is None and d.port("Ethernet1/1").strict_queues is None
@@ -155,3 +180,18 @@ def test_format_dell_sonic_on_an_os10_file_names_os10() -> None:
     text = (DIALECTS / "os10-s5248-roce.os10").read_text()
     with pytest.raises(ParseError, match="dell-os10"):
         parse_text(text, source="pasted.txt", fmt="dell-sonic")
+
+
+_OURS = sorted(FIRES)
+
+
+@settings(max_examples=25, deadline=None)
+@given(index=st.integers(0, len(_OURS) - 1), mutate=mutations(protect=lambda line: True))
+def test_the_verdict_survives_how_the_config_was_pasted(index: int, mutate: Callable[[str], str]) -> None:
+    # Every line protected: the mutations wrap, fence and interleave prose, never delete a statement.
+    name = _OURS[index]
+    text = (DIALECTS / name).read_text()
+    record = parse_text(mutate(text), source=name, device="dut")
+    want = parse_text(text, source=name, device="dut")
+    assert record.format == want.format
+    assert {(f.rule, f.subject) for f in lint(None, [record])} == {(f.rule, f.subject) for f in lint(None, [want])}

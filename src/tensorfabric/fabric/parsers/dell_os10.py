@@ -63,6 +63,7 @@ MARKERS = markers(
     ("OS10 prompt mode", r"\((?:config|conf)-(?:pmap-c-que|pmap-c-nqos|cmap-queuing|wred|sys-qos|if-eth\d+/\d+/\d+)"),
 )
 _TRUST: dict[str, Trust] = {"dscp": "dscp", "dot1p": "pcp"}
+_REMARK = re.compile(r"[A-Z*_>]")
 
 
 def default_dscp_map() -> dict[int, int]:
@@ -368,7 +369,9 @@ def _top(block: Block, st: _State) -> None:
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
     st = _State(r)
-    lines = config_lines(r)
+    # OS10 statements are lower case; a line that starts with a capital or markup is a remark between them
+    # ("Here is the leaf's QoS:"), and read as a statement it would cut the block it sits in.
+    lines = [(n, t) for n, t in config_lines(r) if not _REMARK.match(t)]
     roots = block_tree(lines)
     if len(roots) > 1 and tail_open(lines) and roots[-1].children and roots[-1].words[0] in (
             "class-map", "policy-map", "trust", "qos-map", "wred"):
@@ -380,7 +383,10 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         with r.statement(block.line):
             _top(block, st)
     r.unread_under(roots)
-    complete = st.hostname is not None and bool(st.ports) and not tail_open(lines)
+    # A whole running-config closes with 'end'; a paste cut short stops inside a block (remarks after 'end' are not
+    # part of the config).
+    ended = not tail_open(lines) or any(t.strip() == "end" for _, t in lines)
+    complete = st.hostname is not None and bool(st.ports) and ended
 
     reported: set[tuple[str, int]] = set()
 

@@ -7,6 +7,8 @@ section comments and three-space indentation in ``show running-config``. Read pe
 maximum-absolute KB`` (or ``minimum-relative``/``maximum-relative`` percent), ``traffic-class T dcb ets strict`` /
 ``wrr W``, ``traffic-class T bind switch-priority P``, ``dcb priority-flow-control mode on [force]``, ``mtu``,
 ``no switchport force`` (routed), ``pfc-wd`` / ``dcb priority-flow-control watch-dog enable``, ``qos rewrite``.
+The same settings typed in an interface's own mode (``interface ethernet 1/1`` alone, then indented lines or lines
+at its ``(config interface ethernet 1/1) #`` prompt) are read the same way.
 Globally: ``dcb priority-flow-control enable [force]`` and ``dcb priority-flow-control priority N enable``,
 ``traffic pool NAME type lossless|lossy`` with ``map switch-priority N`` (a priority in a lossy pool has no
 lossless buffer), ``hostname``, and the Onyx 3.8.2 ``roce`` / ``roce lossless`` / ``roce lossy`` one-liners.
@@ -22,6 +24,7 @@ Onyx defaults where it says nothing: trust L2, no ECN, no strict class.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tensorfabric import roce
@@ -53,7 +56,7 @@ MARKERS = markers(
     ("roce", r"^\s*roce(?: lossless| lossy| semi-lossless)?\s*$"),
     ("pfc-wd", r"^\s*(?:interface \S+ \S+ )?pfc-wd\b"),
     ("ingress-buffer / egress-buffer", r"^\s*(?:interface \S+ \S+ )?(?:ingress|egress)-buffer \S"),
-    ("Onyx prompt", r"^\s*[\w.-]+ \[[\w.: -]+\] \(config\) #"),
+    ("Onyx prompt", r"^\s*(?:[\w.-]{1,64} (?:\[[\w.: -]{1,40}\] )?)?\(config(?: interface [\w/ -]{1,40})?\) #"),
 )
 _TRUST: dict[str, Trust] = {"L2": "pcp", "L3": "dscp", "both": "pcp,dscp"}
 _HEADER = "Running-config generated"
@@ -109,8 +112,9 @@ def _port_command(port: _Port, w: list[str], where: Where) -> bool:
         tc = parse_int(w[1], where, what="traffic-class", lo=0, hi=7)
         if w[2] == "congestion-control" and len(w) >= 4:
             kmin, kmax, unit = _thresholds(w, where)
-            port.ecn[tc] = EcnProfile(kmin, kmax, 100.0, w[3] == "ecn", unit="percent" if unit == "percent"
-                                      else "kbytes")
+            # 'red' drops, 'ecn' marks, 'both' marks ECN-capable packets and drops the rest
+            port.ecn[tc] = EcnProfile(kmin, kmax, 100.0, w[3] in ("ecn", "both"), unit="percent"
+                                      if unit == "percent" else "kbytes")
         elif w[2:5] == ["dcb", "ets", "strict"]:
             port.strict.add(tc)
             port.ets_seen = True
@@ -124,6 +128,10 @@ def _port_command(port: _Port, w: list[str], where: Where) -> bool:
             return False
     elif w[:3] == ["dcb", "priority-flow-control", "mode"] and len(w) >= 4:
         port.pfc_mode = {"on": True, "off": False}.get(w[3])
+    elif w[:4] == ["no", "dcb", "priority-flow-control", "mode"]:
+        port.pfc_mode = False
+    elif w[:2] == ["no", "traffic-class"] and len(w) >= 4 and w[3] == "congestion-control":
+        port.ecn.pop(parse_int(w[2], where, what="traffic-class", lo=0, hi=7), None)
     elif w[:3] == ["dcb", "priority-flow-control", "watch-dog"] or w == ["pfc-wd"]:
         port.watchdog = "disable" not in w
     elif w[:2] == ["no", "pfc-wd"]:
@@ -132,7 +140,8 @@ def _port_command(port: _Port, w: list[str], where: Where) -> bool:
         port.mtu = parse_int(w[1], where, what="mtu", lo=68, hi=65535)
     elif w[:2] == ["no", "switchport"] or w[:2] == ["ip", "address"]:
         port.routed = True
-    elif w[:2] == ["qos", "rewrite"] or w[0] in ("ingress-buffer", "egress-buffer"):
+    elif w[:2] == ["qos", "rewrite"] or w[:3] == ["no", "qos", "rewrite"] or w[0] in ("ingress-buffer",
+                                                                                     "egress-buffer"):
         pass  # PCP/DSCP rewrite from the switch-priority, per-port buffer carving: read, no fact of their own
     else:
         return False
@@ -170,6 +179,9 @@ def _global(st: _State, w: list[str], where: Where) -> bool:
     return True
 
 
+_MODE = re.compile(r"\(config interface ((?:ethernet|port-channel|mlag-port-channel) [\d/,-]{1,40})\) #")
+
+
 def _command(text: str) -> str:
     """The command of a line, without a transcript prompt (``sw1 [standalone: master] (config) # ...``)."""
     at = text.find(") # ")
@@ -182,12 +194,35 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
     st = _State()
     seen_interface = False
+    # 'interface ethernet 1/1' typed alone opens that interface's mode: the lines indented under it, or typed at
+    # its '(config interface ethernet 1/1) #' prompt, belong to it.
+    context: list[str] = []
+    context_indent = -1
     for line in r.content():
-        text = _command(line.text).strip()
+        raw = line.text
+        text = _command(raw).strip()
         if not text or text.startswith(("#", "!", "--")):
             continue
         text = strip_inline_comment(text, "#")
         w = text.split()
+        indent = len(raw) - len(raw.lstrip(" \t"))
+        mode = _MODE.search(raw[:200])
+        if mode is not None:
+            context, context_indent = ["interface", *mode[1].split()], -1
+        elif context and context_indent >= 0 and indent > context_indent:
+            pass
+        elif ") # " in raw[:200] or indent <= context_indent:
+            context, context_indent = [], -1
+        if w[0] == "exit":
+            context, context_indent = [], -1
+            r.use(line.number)
+            continue
+        if len(w) == 3 and w[0] == "interface" and w[1] in _KINDS:
+            context, context_indent = w, (indent if mode is None and ") # " not in raw[:200] else -1)
+            r.use(line.number)
+            continue
+        if context and w[0] != "interface":
+            w = context + w
         where = Where(source, line.number, text[:80])
         with r.statement(line.number):
             if w[0] == "interface" and len(w) >= 4 and w[1] in _KINDS:
