@@ -2,7 +2,7 @@
 
 The same ``tensorfabric bench`` sweep (SmolLM2's 576 KiB prefill all-reduce by default, 3 ranks) with
 ``--codec int8`` through ``--engine torch`` (the algorithm's all_to_all and all_gather as Gloo collectives)
-and ``--engine nixl`` (the same bytes as one-sided NIXL writes, ``transfer/compressed_nixl.py``), and the
+and ``--engine nixl`` (the same bytes as one-sided NIXL writes, ``transfer/engines/nixl_bulk.py``), and the
 uncompressed all_reduce as the baseline, alternating configuration by round so that load drifts hit all
 alike. Reported per place: the median over rounds of bench's per-call time, and the speed-up of each route
 against the uncompressed all_reduce. Places: local ranks on loopback (``--nproc 3``) and a ``3x1gbit``

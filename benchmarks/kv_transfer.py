@@ -58,9 +58,9 @@ def rank_body(reps: int, paths: tuple[str, ...], shapes: tuple[str, ...], blocks
 
     from tensorfabric.inference.disagg import _ucx_log_path
     from tensorfabric.transfer import init
-    from tensorfabric.transfer.kv_connect import connect_kv
-    from tensorfabric.transfer.kv_pool import KVLayout, blocks_for
-    from tensorfabric.transfer.kv_transfer import KVReceiver, KVSender
+    from tensorfabric.transfer.kv.connect import connect_kv
+    from tensorfabric.transfer.kv.pool import KVLayout, blocks_for
+    from tensorfabric.transfer.kv.transfer import KVReceiver, KVSender
 
     torch.set_num_threads(1)
     log_path = _ucx_log_path()

@@ -19,8 +19,8 @@ from tensorfabric.inference.disagg_report import render_lines, summarize_disagg
 from tensorfabric.inference.runner import RunConfig, prepare, run_rank
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
+from tensorfabric.transfer.engines.nixl_engine import available
 from tensorfabric.transfer.launch import SpawnError
-from tensorfabric.transfer.nixl_engine import available
 
 from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
 

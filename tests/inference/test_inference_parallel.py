@@ -10,8 +10,8 @@ from tensorfabric.errors import InputError
 from tensorfabric.inference.runner import RankResult, RunConfig, rank_entry, run_rank
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
+from tensorfabric.transfer.engines.nixl_engine import available
 from tensorfabric.transfer.launch import SpawnError, spawn
-from tensorfabric.transfer.nixl_engine import available
 
 from ._inference_threads import one_thread  # noqa: F401 -- autouse fixture
 

@@ -17,9 +17,23 @@ import torch.distributed as dist
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import Group, SendRecv, get_codec, init
 from tensorfabric.transfer.compressed import compressed_all_reduce, error_bound_all_reduce
-from tensorfabric.transfer.group import NIXL_MAX_BYTES, PAIR_SUM_BYTES
+from tensorfabric.transfer.engines.nixl_engine import NixlEngine
+from tensorfabric.transfer.engines.torch import PAIR_SUM_BYTES
+from tensorfabric.transfer.group import NIXL_MAX_BYTES
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
+
+
+def _nixl(g: Group) -> NixlEngine:
+    """The NIXL engine under a group opened with ``engine="nixl"`` (the small side of its Router)."""
+    engine: NixlEngine = g.comm.small.engine  # type: ignore[attr-defined]
+    return engine
+
+
+def _torch_twin(g: Group) -> Group:
+    """The same ranks and process group through the torch engine alone (not to be destroyed: g owns pg)."""
+    return Group(name=g.name, backend=g.backend, table=g.table, global_rank=g.global_rank, timeout_s=g.timeout_s,
+                 pg=g.pg, transport="gloo/tcp")
 
 
 def _data(rank: int, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
@@ -170,7 +184,7 @@ def codec_bounds(g: Group, numel: int) -> dict[str, Any]:
                     }
                 # Many pipeline segments (the default segment is larger than these test tensors).
                 t = inputs[rank].clone()
-                compressed_all_reduce(g, t, codec, "sum", segment_elems=64 * n)
+                compressed_all_reduce(g.comm, t, codec, "sum", segment_elems=64 * n)
                 err = (t.to(torch.float64) - exact).abs()
                 bound = error_bound_all_reduce(inputs, codec, n, out_dtype=dtype)
                 report[f"all_reduce/{name}/{kind}/{str(dtype)[6:]}/pipelined"] = {
@@ -198,13 +212,10 @@ def codec_routes(g: Group) -> dict[str, Any]:
         routed = x.clone()
         g.all_reduce(routed, codec=codec)
         gathered = g.all_gather(x[:200_000].clone(), codec=codec)
-        engine, g.nixl = g.nixl, None
-        try:
-            gloo = x.clone()
-            g.all_reduce(gloo, codec=codec)
-            gloo_gathered = g.all_gather(x[:200_000].clone(), codec=codec)
-        finally:
-            g.nixl = engine
+        twin = _torch_twin(g)
+        gloo = x.clone()
+        twin.all_reduce(gloo, codec=codec)
+        gloo_gathered = twin.all_gather(x[:200_000].clone(), codec=codec)
         out[name] = {"all_reduce_equal": bool(torch.equal(routed, gloo)),
                      "all_gather_equal": bool(torch.equal(gathered, gloo_gathered)),
                      "checksum": float(routed.double().sum())}
@@ -227,8 +238,8 @@ def notify_without_blocking(g: Group) -> dict[str, Any]:
     checking its own writes (``_poll``: notifications only) and until M2 is there, takes M2, and then waits on
     Gloo, making no NIXL call. Only that take can have sent A's notification; without it rank 1 times out. A
     round whose preconditions fail (A already complete when posted, or the take of M2 blocked) is retried."""
-    e = g.nixl
-    assert e is not None and g.size == 2
+    e = _nixl(g)
+    assert g.size == 2
     result: dict[str, Any] = {"rounds": 0, "received": [], "blocked": []}
     saved, e.timeout_s = e.timeout_s, 8.0
     flag = torch.zeros(1)
@@ -365,11 +376,10 @@ def inline_suite(rank: int) -> dict[str, Any]:
     every torch.distributed call through a Group settles it first (nixl_engine docstring). Each round: an
     int8 all_reduce of SmolLM2's prefill size (pieces of ~52 KB, the size UCX's TCP buffers), a rank-skewed
     pause (compute), then a decode-sized NIXL all_reduce (WRITEs) and a Gloo one (too big for NIXL)."""
-    from tensorfabric.transfer import nixl_engine
+    from tensorfabric.transfer.engines import nixl_engine
 
     g = init(timeout_s=30, engine="nixl")
-    e = g.nixl
-    assert e is not None
+    e = _nixl(g)
     codec = get_codec("int8")
     out: dict[str, Any] = {"transport": g.transport, "unsettled_after": [], "settled_after_gloo": [],
                            "credit_whole": [], "sums": []}

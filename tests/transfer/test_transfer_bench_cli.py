@@ -9,7 +9,7 @@ import pytest
 
 from tensorfabric.cli.main import main
 from tensorfabric.transfer.bench import BenchConfig, _pattern, _sum_of_patterns, bus_factor, rank_bytes, sizes
-from tensorfabric.transfer.nixl_engine import available
+from tensorfabric.transfer.engines.nixl_engine import available
 
 needs_nixl = pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
 
@@ -164,16 +164,17 @@ def test_require_rdma_fails_loudly_naming_the_transport(engine: str, capsys: pyt
 
 
 def test_engine_nixl_without_the_wheel_is_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tensorfabric.transfer.nixl_engine as engine_mod
+    import tensorfabric.transfer.engines.nixl as nixl_mod
     from tensorfabric.errors import InputError
-    from tensorfabric.transfer.nixl_setup import wanted as _want_nixl
+    from tensorfabric.transfer.engines import select
 
-    monkeypatch.setattr(engine_mod, "available", lambda: False)
+    monkeypatch.setattr(nixl_mod, "available", lambda: False)
     with pytest.raises(InputError, match=r"pip install 'tensorfabric\[nixl\]'"):
-        _want_nixl("nixl", "gloo", 2)
-    assert _want_nixl("auto", "gloo", 2) is False and _want_nixl("nixl", "gloo", 1) is False
+        select("nixl", "gloo", 2)
+    # auto falls back to torch; a world of one opens no engine, so a missing wheel does not matter there.
+    assert select("auto", "gloo", 2).name == "torch" and select("nixl", "gloo", 1).name == "nixl"
     with pytest.raises(InputError, match="'ucx'"):
-        _want_nixl("ucx", "gloo", 2)
+        select("ucx", "gloo", 2)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 
 from tensorfabric.cli.main import main
 from tensorfabric.lab import Lab
-from tensorfabric.transfer.nixl_engine import available
+from tensorfabric.transfer.engines.nixl_engine import available
 
 pytestmark = [
     pytest.mark.root,

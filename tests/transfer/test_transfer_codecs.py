@@ -186,7 +186,7 @@ def test_compressed_all_reduce_on_one_rank_meets_the_bound(name: str, values: li
     codec = get_codec(name, 16)
     x = torch.tensor(values, dtype=torch.float32)
     t = x.clone()
-    wire = compressed_all_reduce(g, t, codec, op, segment_elems=32)  # several pipeline segments
+    wire = compressed_all_reduce(g.comm, t, codec, op, segment_elems=32)  # several pipeline segments
     bound = error_bound_all_reduce([x], codec, 1, op=op) + codec.qmax * 2.0**-126
     assert bool(((t.double() - x.double()).abs() <= bound).all())
     assert wire == codec.encoded_nbytes(codec.padded(x.numel()))

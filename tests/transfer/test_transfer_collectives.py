@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tensorfabric.transfer import spawn
-from tensorfabric.transfer.nixl_engine import available
+from tensorfabric.transfer.engines.nixl_engine import available
 
 from . import _transfer_workers as w
 

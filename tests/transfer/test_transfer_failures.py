@@ -8,8 +8,8 @@ import pytest
 
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer import SpawnError, free_port, spawn, under_torchrun
+from tensorfabric.transfer.engines.nixl_engine import available
 from tensorfabric.transfer.launch import torchrun_env
-from tensorfabric.transfer.nixl_engine import available
 
 from . import _transfer_light as light
 from . import _transfer_workers as w

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tensorfabric.errors import InputError
-from tensorfabric.transfer.kv_pool import KVLayout, Write, blocks_for, coalesce, head_range, pack, plan_writes, unpack
+from tensorfabric.transfer.kv.pool import KVLayout, Write, blocks_for, coalesce, head_range, pack, plan_writes, unpack
 
 
 def _cache(layers: int, heads: int, tokens: int, hd: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

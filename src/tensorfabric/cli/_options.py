@@ -98,9 +98,9 @@ def engine_options(what: str) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
         fn = click.option("--require-rdma", is_flag=True,
                           help="Fail unless the transport UCX/NCCL report is RDMA (no silent shm/TCP fallback).")(fn)
-        from tensorfabric.transfer.nixl_setup import ENGINES
+        from tensorfabric.transfer.engines import ENGINE_CHOICES
 
-        return click.option("--engine", type=click.Choice(ENGINES), default="auto",
+        return click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="auto",
                             show_default=True,
                             help=f"nixl: {what} through NIXL/UCX one-sided writes; torch: all through "
                                  "torch.distributed; auto: nixl when installed.")(fn)

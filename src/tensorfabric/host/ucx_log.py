@@ -22,9 +22,10 @@ rc_mlx5/mlx5_2:1``. Rows may follow a ``proto_debug.c:406 UCX INFO`` prefix (UCX
 The data path is the ``rma`` lanes (one-sided writes), else ``rma_am`` (RMA emulated over active messages), ``am``
 or ``tag`` (MPI-style workers); its class is the best transport on it (:data:`CLASS_ORDER`).
 
-Used by the NIXL engine (:mod:`tensorfabric.transfer.nixl_engine`) to prove its transport at ``init``, through
-:func:`parse_ucx_log` (strict: a broken lane line is a ParseError), and by :mod:`tensorfabric.host.ucx_report`, which
-reads a user's paste through the intake and turns the same problem into a warning.
+Used by the NIXL engine (:mod:`tensorfabric.transfer.engines.nixl_engine`) to prove its transport at ``init``,
+through :func:`parse_ucx_log` (strict: a broken lane line is a ParseError), and by
+:mod:`tensorfabric.host.ucx_report`, which reads a user's paste through the intake and turns the same problem into a
+warning.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 World layout: ranks ``0..P-1`` are one tensor-parallel prefill instance, ranks ``P..P+D-1`` one decode
 instance (``--disaggregate P:D``, each side's tp equal to its rank count). Each side has its own TP group;
-the two sides talk only through :mod:`tensorfabric.transfer.kv_transfer`: every prefill rank writes the KV heads
+the two sides talk only through :mod:`tensorfabric.transfer.kv.transfer`: every prefill rank writes the KV heads
 it holds straight into the pools of the decode ranks that hold them (the reshard is in the descriptors), and
 the notification carries the block table and the first token. Requests (one per prompt, batch 1) flow
 through in order; prefill of request r+1 overlaps decode of request r, up to ``slots`` requests in the pool.
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError
 from tensorfabric.inference.runner import RunConfig, prepare, torch_threads
-from tensorfabric.transfer.kv_pool import BLOCK_TOKENS, KVLayout, blocks_for, head_range
+from tensorfabric.transfer.kv.pool import BLOCK_TOKENS, KVLayout, blocks_for, head_range
 
 if TYPE_CHECKING:
     from tensorfabric.inference.model import ShardedLlama
-    from tensorfabric.transfer.kv_transfer import KVReceiver, KVSender
+    from tensorfabric.transfer.kv.transfer import KVReceiver, KVSender
 
 __all__ = ["DisaggConfig", "DisaggRankResult", "disagg_entry", "launch", "parse_split", "run_disagg_rank"]
 
@@ -130,7 +130,7 @@ def _ucx_log_path() -> tuple[str | None, str | None]:
     there is one, so a killed rank leaves nothing behind once its launcher exits."""
 
     from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
-    from tensorfabric.transfer.nixl_engine import prepare_ucx_env
+    from tensorfabric.transfer.engines.nixl_engine import prepare_ucx_env
 
     if "UCX_LOG_FILE" in os.environ:
         return (os.environ["UCX_LOG_FILE"] if os.environ.get("UCX_LOG_LEVEL") == "info" else None), None
@@ -150,10 +150,10 @@ def run_disagg_rank(cfg: DisaggConfig, *, environ: Mapping[str, str],
     import torch.distributed as dist
 
     from tensorfabric.errors import TransferError
+    from tensorfabric.transfer.engines.base import settle_all
     from tensorfabric.transfer.group import init
-    from tensorfabric.transfer.kv_connect import connect_kv
-    from tensorfabric.transfer.kv_transfer import KVSender
-    from tensorfabric.transfer.nixl_engine import settle_all
+    from tensorfabric.transfer.kv.connect import connect_kv
+    from tensorfabric.transfer.kv.transfer import KVSender
 
     cfg.check()
     prep = prepare(cfg.run)

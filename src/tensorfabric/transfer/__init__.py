@@ -9,10 +9,12 @@ Importing this package does not import torch; the submodules import it where the
 * :mod:`~tensorfabric.transfer.bucket` -- flat buckets of many small tensors.
 * :mod:`~tensorfabric.transfer.stats` -- per-group op statistics.
 * :mod:`~tensorfabric.transfer.bench` -- the nccl-tests-style sweep behind ``tensorfabric bench``.
-* :mod:`~tensorfabric.transfer.nixl_engine`, :mod:`~tensorfabric.transfer.nixl_ops` -- the NIXL engine
-  (``init(engine="nixl")``): small tensors by one-sided UCX writes, routed by ``Group`` below ``NIXL_MAX_BYTES``.
-  The transport it reports comes from UCX's own lane log, parsed by :mod:`tensorfabric.host.ucx_log` (a host
-  log parser like ``host.nccl_log``, so ``doctor`` can classify a UCX/NIXL log the same way).
+* :mod:`~tensorfabric.transfer.engines` -- what moves the bytes: one communicator interface, the ``torch`` and
+  ``nixl`` engines (NIXL: small tensors by one-sided UCX writes, ``init(engine="nixl")``) and the router that
+  composes them by size below ``NIXL_MAX_BYTES``. The transport NIXL reports comes from UCX's own lane log,
+  parsed by :mod:`tensorfabric.host.ucx_log` (a host log parser like ``host.nccl_log``, so ``doctor`` can
+  classify a UCX/NIXL log the same way).
+* :mod:`~tensorfabric.transfer.kv` -- KV-cache transfer of disaggregated runs.
 """
 
 from __future__ import annotations

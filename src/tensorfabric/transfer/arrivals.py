@@ -45,7 +45,7 @@ def lateness(group: Group, boot_id: Path = BOOT_ID) -> dict[str, float] | None:
     over calls); None when that is unknown (see the module docstring). Collective: every rank calls it."""
     import torch.distributed as dist
 
-    from tensorfabric.transfer.nixl_engine import settle_all
+    from tensorfabric.transfer.engines.base import settle_all
 
     calls = [(op, start) for op, start in group.stats.calls() if op not in POINT_TO_POINT]
     mine = (_boot_id(boot_id), [op for op, _ in calls], [start for _, start in calls])

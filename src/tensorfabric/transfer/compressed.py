@@ -24,9 +24,11 @@ Wire bytes = encoded size of the P padded elements = P*bits/8 + 4*P/B (payload +
 sends (n-1)/n of that twice, exactly as a ring all_reduce sends 2(n-1)/n of the raw bytes.
 
 Both run pipelined over segments of about PIPELINE_ELEMS elements (whole blocks per rank), so quantizing one
-segment overlaps the transfer of the previous one; block boundaries do not move. When the group has a NIXL
-engine, the same bytes move as NIXL writes instead (:mod:`tensorfabric.transfer.compressed_nixl`), which
-complete before the next segment starts.
+segment overlaps the transfer of the previous one; block boundaries do not move. The bytes move through the
+group's engine (:meth:`Communicator.exchange <tensorfabric.transfer.engines.base.Communicator.exchange>`):
+torch.distributed's all_to_all / all_gather, or NIXL writes (:mod:`tensorfabric.transfer.engines.nixl_bulk`),
+which complete before the next segment starts; an engine may run the n > 2 segment its own way, bit for bit
+the same (``Communicator.reduce_encoded``).
 
 Error bound. Let M_i be the absmax of rank i's input over one block and S = sum_i M_i. Gather-sum errs by at
 most u*M_i per decoded input, u*S in all. In the general algorithm step 2 errs by at most u*M_i per input
@@ -46,16 +48,15 @@ final cast), with M_i its block absmax on rank i; blocks are taken over rank i's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tensorfabric.errors import InputError
-from tensorfabric.transfer import compressed_nixl, nixl_engine
 
 if TYPE_CHECKING:
     import torch
 
     from tensorfabric.transfer.codecs import BlockCodec
-    from tensorfabric.transfer.group import Group
+    from tensorfabric.transfer.engines.base import Communicator, Pending
 
 __all__ = ["compressed_all_gather", "compressed_all_reduce", "error_bound_all_reduce", "quantizations"]
 
@@ -72,32 +73,10 @@ def _check(t: torch.Tensor, op: str) -> None:
         raise InputError(f"codec all_reduce op: {op!r} is not one of sum, avg")
 
 
-def _exchange(group: Group, op: str, out: torch.Tensor, inp: torch.Tensor, gather: bool) -> Any:
-    """Start an all_to_all (or all_gather) of bytes; returns a work to wait on (None when already done)."""
-    import torch.distributed as dist
-
-    if group.pg is None:
-        out.copy_(inp.repeat(group.size) if gather else inp)
-        return None
-    if group.nixl is not None:
-        compressed_nixl.exchange(group.nixl, op, out, inp, gather)
-        return None
-    nixl_engine.settle_all("all_reduce")
-    try:
-        if gather:
-            return dist.all_gather_single(out, inp, group.pg, async_op=True)
-        return dist.all_to_all_single(out, inp, group=group.pg, async_op=True)
-    except RuntimeError as exc:
-        raise group._error(exc, op) from exc
-
-
-def _wait(group: Group, op: str, work: Any) -> None:
-    if work is None:
-        return
-    try:
+def _wait(pending: Pending) -> None:
+    """Finish an exchange; torch's RuntimeError passes up to the Group, which names the op and the peer."""
+    for work in pending.works:
         work.wait()
-    except RuntimeError as exc:
-        raise group._error(exc, op) from exc
 
 
 def _segments(padded: int, n: int, codec: BlockCodec, target: int) -> list[tuple[int, int]]:
@@ -112,7 +91,7 @@ def quantizations(nranks: int) -> int:
     return 1 if nranks <= 2 else 2
 
 
-def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: str = "sum", *,
+def compressed_all_reduce(comm: Communicator, t: torch.Tensor, codec: BlockCodec, op: str = "sum", *,
                           segment_elems: int = PIPELINE_ELEMS) -> int:
     """Reduce ``t`` in place through ``codec`` (see the module docstring); return the wire bytes.
 
@@ -122,7 +101,7 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     import torch
 
     _check(t, op)
-    n = group.size
+    n = comm.size
     flat = t.reshape(-1).to(torch.float32)
     numel = flat.numel()
     padded = codec.padded(numel, n)
@@ -131,9 +110,9 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     result = t.view(-1) if direct else torch.empty(padded, dtype=torch.float32, device=t.device)
     segments = _segments(padded, n, codec, segment_elems)
     if quantizations(n) == 1:
-        _gather_sum(group, x, result, codec, segments)
+        _gather_sum(comm, x, result, codec, segments)
     else:
-        _scatter_reduce_gather(group, x, result, codec, segments)
+        _scatter_reduce_gather(comm, x, result, codec, segments)
     if op == "avg":
         result /= n
     if not direct:
@@ -141,20 +120,20 @@ def compressed_all_reduce(group: Group, t: torch.Tensor, codec: BlockCodec, op: 
     return codec.encoded_nbytes(padded)
 
 
-def _gather_sum(group: Group, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
+def _gather_sum(comm: Communicator, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
                 segments: list[tuple[int, int]]) -> None:
     """Two ranks (or one): all_gather each rank's encoding, then sum the decoded copies in rank order."""
     import torch
 
-    n = group.size
+    n = comm.size
     pending = []
     for start, length in segments:
         mine = codec.encode(x[start:start + length])
         gathered = torch.empty(n * mine.numel(), dtype=torch.uint8, device=x.device)
-        pending.append((gathered, _exchange(group, "all_reduce", gathered, mine, gather=True), mine))
+        pending.append((gathered, comm.exchange("all_reduce", gathered, mine, True), mine))
     for (start, length), (gathered, work, mine) in zip(segments, pending, strict=True):
         enc = mine.numel()
-        _wait(group, "all_reduce", work)
+        _wait(work)
         out = result[start:start + length]
         # Decode straight into ``result``: for a float32 input that is ``x`` itself, consumed by the encode.
         codec.decode_into(gathered[:enc], length, out)
@@ -162,16 +141,16 @@ def _gather_sum(group: Group, x: torch.Tensor, result: torch.Tensor, codec: Bloc
             codec.decode_add_(gathered[i * enc:(i + 1) * enc], length, out)
 
 
-def _scatter_reduce_gather(group: Group, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
+def _scatter_reduce_gather(comm: Communicator, x: torch.Tensor, result: torch.Tensor, codec: BlockCodec,
                            segments: list[tuple[int, int]]) -> None:
     """n > 2: quantized reduce-scatter by all_to_all, float32 partial sums, all_gather of their encodings."""
     import torch
 
-    n, me = group.size, group.rank
-    if group.nixl is not None and group.pg is not None:
-        for start, length in segments:
-            compressed_nixl.scatter_reduce_gather(group.nixl, "all_reduce", x[start:start + length],
-                                                  result[start:start + length], codec)
+    n, me = comm.size, comm.rank
+    start, length = segments[0]
+    if comm.reduce_encoded("all_reduce", x[start:start + length], result[start:start + length], codec):
+        for start, length in segments[1:]:
+            comm.reduce_encoded("all_reduce", x[start:start + length], result[start:start + length], codec)
         return
     stage1 = []
     for start, length in segments:
@@ -182,34 +161,34 @@ def _scatter_reduce_gather(group: Group, x: torch.Tensor, result: torch.Tensor, 
             if j != me:
                 codec.encode_into(x[start + j * chunk:start + (j + 1) * chunk], send[j * enc:(j + 1) * enc])
         recv = torch.empty_like(send)
-        stage1.append((recv, _exchange(group, "all_reduce", recv, send, gather=False), send))
+        stage1.append((recv, comm.exchange("all_reduce", recv, send, False), send))
     stage2 = []
     for (start, length), (recv, work, _send) in zip(segments, stage1, strict=True):
         chunk = length // n
         enc = codec.encoded_nbytes(chunk)
-        _wait(group, "all_reduce", work)
+        _wait(work)
         partial = x[start + me * chunk:start + (me + 1) * chunk].clone()
         for i in range(n):
             if i != me:
                 codec.decode_add_(recv[i * enc:(i + 1) * enc], chunk, partial)
         mine = codec.encode(partial)
         gathered = torch.empty(n * enc, dtype=torch.uint8, device=x.device)
-        stage2.append((gathered, _exchange(group, "all_reduce", gathered, mine, gather=True), mine))
+        stage2.append((gathered, comm.exchange("all_reduce", gathered, mine, True), mine))
     for (start, length), (gathered, work, _mine) in zip(segments, stage2, strict=True):
         chunk = length // n
         enc = codec.encoded_nbytes(chunk)
-        _wait(group, "all_reduce", work)
+        _wait(work)
         for i in range(n):
             codec.decode_into(gathered[i * enc:(i + 1) * enc], chunk,
                               result[start + i * chunk:start + (i + 1) * chunk])
 
 
-def compressed_all_gather(group: Group, t: torch.Tensor, codec: BlockCodec) -> tuple[torch.Tensor, int]:
+def compressed_all_gather(comm: Communicator, t: torch.Tensor, codec: BlockCodec) -> tuple[torch.Tensor, int]:
     """All-gather ``t`` (dim >= 1) through ``codec``; return (concatenation along dim 0, wire bytes)."""
     import torch
 
     _check(t, "sum")
-    n = group.size
+    n = comm.size
     flat = t.reshape(-1).to(torch.float32)
     numel = flat.numel()
     padded = codec.padded(numel)
@@ -217,7 +196,7 @@ def compressed_all_gather(group: Group, t: torch.Tensor, codec: BlockCodec) -> t
     mine = codec.encode(x)
     enc = mine.numel()
     gathered = torch.empty(n * enc, dtype=torch.uint8, device=t.device)
-    _wait(group, "all_gather", _exchange(group, "all_gather", gathered, mine, gather=True))
+    _wait(comm.exchange("all_gather", gathered, mine, True))
     out = torch.empty((n * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
     rows = out.view(n, numel)
     scratch = torch.empty(padded, dtype=torch.float32, device=t.device)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from tensorfabric.errors import TransferError
 
 if TYPE_CHECKING:
-    from tensorfabric.transfer.group import RankEntry
+    from tensorfabric.transfer.records import RankEntry
 
 __all__ = ["process_gone", "suspect_peer", "to_transfer_error"]
 

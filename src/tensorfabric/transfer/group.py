@@ -34,9 +34,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, TransferError
-from tensorfabric.transfer import nccl, nixl_ops, nixl_setup
+from tensorfabric.transfer.engines import select
+from tensorfabric.transfer.engines.base import (
+    REDUCE_OPS,
+    Communicator,
+    LocalCommunicator,
+    Pending,
+    check_reduce_op,
+    nbytes,
+)
+from tensorfabric.transfer.engines.torch import TorchCommunicator
 from tensorfabric.transfer.failures import to_transfer_error
-from tensorfabric.transfer.nixl_engine import settle_all
+from tensorfabric.transfer.nccl import TRANSPORT_CHECKS, apply_env, capture_log, verify
 from tensorfabric.transfer.records import Handle, RankEntry, SendRecv, ravel, unravel
 from tensorfabric.transfer.stats import GroupStats
 
@@ -44,12 +53,10 @@ if TYPE_CHECKING:
     import torch
 
     from tensorfabric.transfer.codecs import BlockCodec
-    from tensorfabric.transfer.nixl_engine import NixlEngine
 
-__all__ = ["BACKENDS", "ENGINES", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
+__all__ = ["BACKENDS", "NIXL_MAX_BYTES", "REDUCE_OPS", "Group", "Handle", "RankEntry", "SendRecv", "init"]
 
 BACKENDS = ("auto", "gloo", "nccl")
-ENGINES = nixl_setup.ENGINES
 NIXL_MAX_BYTES = 64 * 2**10
 """Messages up to this size go through the NIXL engine (when it is on), larger ones through torch.distributed.
 Measured on two local ranks with benchmarks/small_message_latency.py (docs/transfer.md): NIXL's all_reduce
@@ -58,43 +65,19 @@ on the machine: quiet, NIXL still won 7.1x at 128 KiB and 2.1x at 1 MiB; at load
 and lost every run at 1 MiB (0.3-0.7x: NIXL sends the whole tensor to each peer and copies it twice more,
 Gloo's ring halves it). 64 KiB is where it won everywhere; ``init(nixl_max_bytes=...)`` raises it on a
 dedicated host. It is also the per-peer slot size, so the receive region costs ``slots x 64 KiB`` per peer."""
-REDUCE_OPS = ("sum", "avg", "max", "min", "product")
-PAIR_SUM_BYTES = 64 * 2**10
-"""Two-rank Gloo sums up to this size run as one all_gather plus a local add instead of Gloo's ring (a
-reduce-scatter then an all-gather: two dependent message rounds). Small tensors are latency-bound, so one
-round halves them: a 1 KiB decode all-reduce over the lab's 1 Gbit link takes 1.1 ms instead of 2.1-2.7 ms
-(mean), and at 256 KiB the two are even (see docs/transfer.md). ``x0 + x1`` is the ring's sum bit for bit."""
-
-
-_REDUCE_TABLE: dict[str, Any] = {}
-
-
-def _reduce_op(op: str) -> Any:
-    # Built once: looking up five pybind enum members costs microseconds, on every collective otherwise.
-    if not _REDUCE_TABLE:
-        import torch.distributed as dist
-
-        _REDUCE_TABLE.update(sum=dist.ReduceOp.SUM, avg=dist.ReduceOp.AVG, max=dist.ReduceOp.MAX,
-                             min=dist.ReduceOp.MIN, product=dist.ReduceOp.PRODUCT)
-    rop = _REDUCE_TABLE.get(op)
-    if rop is None:
-        raise InputError(f"reduce op: {op!r} is not one of {', '.join(REDUCE_OPS)}")
-    return rop
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
 
 
 class Group:
-    """A set of ranks that run collectives together (see the module docstring for the rank table)."""
+    """A set of ranks that run collectives together (see the module docstring for the rank table).
 
-    def __init__(self, *, name: str, backend: str, transport: str, pg: Any, table: Sequence[RankEntry],
-                 global_rank: int, timeout_s: float, nixl: NixlEngine | None = None) -> None:
+    The group checks arguments, records statistics, names failures and builds subgroups; its communicator
+    (:mod:`tensorfabric.transfer.engines`, chosen once by :func:`init`) moves the bytes. Built without one, a
+    group runs the torch engine over ``pg`` (the identity when ``pg`` is None)."""
+
+    def __init__(self, *, name: str, backend: str, table: Sequence[RankEntry], global_rank: int, timeout_s: float,
+                 pg: Any = None, transport: str = "local", comm: Communicator | None = None) -> None:
         self.name = name
         self.backend = backend
-        self.transport = transport
-        self.pg = pg
         self.table = tuple(table)
         self.ranks = tuple(e.global_rank for e in self.table)
         self.size = len(self.table)
@@ -103,13 +86,15 @@ class Group:
         self.timeout_s = timeout_s
         self.stats = GroupStats()
         self._host = self.table[self.rank].host
-        self.nixl = nixl
-        """The NIXL engine small tensors take (see NIXL_MAX_BYTES), or None: everything through torch."""
-
-    @property
-    def engine(self) -> str:
-        """``nixl`` when small tensors go through NIXL, else ``torch``."""
-        return "torch" if self.nixl is None else "nixl"
+        if comm is None:
+            comm = LocalCommunicator(table=self.table, group=name, timeout_s=timeout_s, backend=backend) \
+                if pg is None else TorchCommunicator(pg=pg, table=self.table, rank=self.rank, group=name,
+                                                     timeout_s=timeout_s, backend=backend, transport=transport)
+        self.comm = comm
+        self.pg = comm.pg
+        self.transport = comm.transport
+        self.engine = comm.name
+        """The engine's name: ``nixl`` when small tensors go through NIXL, else ``torch``."""
 
     def __repr__(self) -> str:
         return (f"Group(name={self.name!r}, rank={self.rank}, size={self.size}, backend={self.backend!r}, "
@@ -121,16 +106,15 @@ class Group:
         return to_transfer_error(exc, op=op, group=self.name, table=self.table, me=self.global_rank,
                                  host=self._host, timeout_s=self.timeout_s, hint=hint)
 
-    def _run(self, op: str, nbytes: int, start: Callable[[], Any], result: Callable[[], Any], async_op: bool,
-             peer: int | None = None) -> Any:
-        """Start a torch.distributed call, then either wait now or hand back a Handle; record either way."""
-        settle_all(op)  # a peer may still need this process to progress a NIXL engine (nixl_engine docstring)
+    def _call(self, op: str, size: int, start: Callable[[], Pending], result: Any, async_op: bool,
+              peer: int | None = None) -> Any:
+        """Start ``op`` on the communicator, then either finish it now or hand back a Handle; record either way."""
         t0 = time.perf_counter()
         try:
-            work = start()
+            pending = start()
         except RuntimeError as exc:
             raise self._error(exc, op, peer) from exc
-        works = work if isinstance(work, list) else [work]
+        works = pending.works
 
         def finish() -> Any:
             try:
@@ -138,37 +122,32 @@ class Group:
                     w.wait()
             except RuntimeError as exc:
                 raise self._error(exc, op, peer) from exc
-            self.stats.record(op, "none", nbytes, nbytes, time.perf_counter() - t0)
-            return result()
+            if pending.then is not None:
+                pending.then()
+            self.stats.record(op, "none", size, size, time.perf_counter() - t0)
+            if pending.waited is not None:
+                self.stats.record_wait(op, pending.waited)
+            return result
 
         if async_op:
             return Handle(works, finish)
         return finish()
 
-    def _done(self, op: str, nbytes: int, value: Any, async_op: bool, codec: str = "none",
-              wire: int | None = None, t0: float | None = None) -> Any:
-        """Record a call that completed synchronously (identity or codec path) and shape its return."""
-        seconds = time.perf_counter() - t0 if t0 is not None else 0.0
-        self.stats.record(op, codec, nbytes, nbytes if wire is None else wire, seconds)
-        return Handle([], lambda: value) if async_op else value
-
-    def _via_nixl(self, op: str, nbytes: int, call: Callable[[NixlEngine], None], value: Any,
-                  async_op: bool) -> Any:
-        """Run a NIXL collective now (they complete synchronously) and record its time and its waiting."""
-        engine = self.nixl
-        assert engine is not None
+    def _coded(self, op: str, size: int, run: Callable[[], tuple[Any, int]], codec: str, async_op: bool) -> Any:
+        """Run a compressed collective now (they complete synchronously: ``run`` returns the result and the wire
+        bytes) and record it."""
         t0 = time.perf_counter()
-        waited = engine.wait_s
-        call(engine)
-        self.stats.record(op, "none", nbytes, nbytes, time.perf_counter() - t0)
-        self.stats.record_wait(op, engine.wait_s - waited)
-        return Handle([], lambda: value) if async_op else value
+        try:
+            result, wire = run()
+        except RuntimeError as exc:
+            raise self._error(exc, op) from exc
+        self.stats.record(op, codec, size, wire, time.perf_counter() - t0)
+        return Handle([], lambda: result) if async_op else result
 
-    def _check_peer(self, peer: int, what: str) -> int:
+    def _check_peer(self, peer: int, what: str) -> None:
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < self.size or peer == self.rank:
             raise InputError(f"{what}: {peer!r} must be a rank in group {self.name!r} other than this one "
                              f"(0..{self.size - 1}, this rank is {self.rank})")
-        return self.ranks[peer]
 
     def _split(self, t: torch.Tensor, what: str) -> None:
         if t.dim() == 0 or t.shape[0] % self.size:
@@ -180,170 +159,82 @@ class Group:
                    async_op: bool = False) -> Any:
         """Reduce ``t`` across the group in place and return it. With ``codec`` (sum/avg only) the
         compressed algorithm of :mod:`tensorfabric.transfer.compressed` runs instead (synchronously)."""
-        import torch.distributed as dist
-
-        rop = _reduce_op(op)
+        check_reduce_op(op)
         if codec is not None and codec.name != "none":
             from tensorfabric.transfer.compressed import compressed_all_reduce
 
-            t0 = time.perf_counter()
-            wire = compressed_all_reduce(self, t, codec, op)
-            return self._done("all_reduce", _nbytes(t), t, async_op, codec.name, wire, t0)
-        if self.pg is None:
-            return self._done("all_reduce", _nbytes(t), t, async_op)
-        if op in nixl_ops.REDUCE_OPS and t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
-            return self._via_nixl("all_reduce", _nbytes(t), lambda e: nixl_ops.all_reduce(e, t, op), t, async_op)
-        if self._use_pair_sum(t, op):
-            return self._gather_sum(t, async_op)
-        return self._run("all_reduce", _nbytes(t), lambda: dist.all_reduce(t, rop, self.pg, async_op=True),
-                         lambda: t, async_op)
-
-    def _use_pair_sum(self, t: torch.Tensor, op: str) -> bool:
-        """Whether ``all_reduce`` takes the PAIR_SUM_BYTES path (see there)."""
-        import torch
-
-        return (self.size == 2 and op == "sum" and self.backend == "gloo" and _nbytes(t) <= PAIR_SUM_BYTES
-                and t.is_contiguous() and t.dtype != torch.bool and not t.is_complex())
-
-    def _gather_sum(self, t: torch.Tensor, async_op: bool) -> Any:
-        """``t = x0 + x1`` from one all_gather; the same order on both ranks, so both hold the same bits."""
-        import torch
-        import torch.distributed as dist
-
-        flat = t.view(-1)
-        n = flat.numel()
-        both = torch.empty(2 * n, dtype=t.dtype, device=t.device)
-
-        def total() -> torch.Tensor:
-            torch.add(both[:n], both[n:], out=flat)
-            return t
-
-        return self._run("all_reduce", _nbytes(t), lambda: dist.all_gather_single(both, flat, self.pg, async_op=True),
-                         total, async_op)
+            return self._coded("all_reduce", nbytes(t), lambda: (t, compressed_all_reduce(self.comm, t, codec, op)),
+                               codec.name, async_op)
+        return self._call("all_reduce", nbytes(t), lambda: self.comm.all_reduce(t, op), t, async_op)
 
     def all_gather(self, t: torch.Tensor, codec: BlockCodec | None = None, async_op: bool = False) -> Any:
         """Concatenate every rank's ``t`` along dim 0 in group-rank order (a 0-d ``t`` counts as shape (1,))."""
         import torch
-        import torch.distributed as dist
 
         src = t.reshape(1) if t.dim() == 0 else t.contiguous()
         if codec is not None and codec.name != "none":
             from tensorfabric.transfer.compressed import compressed_all_gather
 
-            t0 = time.perf_counter()
-            out, wire = compressed_all_gather(self, src, codec)
-            return self._done("all_gather", _nbytes(out), out, async_op, codec.name, wire, t0)
+            return self._coded("all_gather", self.size * nbytes(src),
+                               lambda: compressed_all_gather(self.comm, src, codec), codec.name, async_op)
         out = torch.empty((self.size * src.shape[0], *src.shape[1:]), dtype=src.dtype, device=src.device)
-        if self.pg is None:
-            out.copy_(src)
-            return self._done("all_gather", _nbytes(out), out, async_op)
-        if nixl_ops.routable(self.nixl, src, _nbytes(src)):
-            return self._via_nixl("all_gather", _nbytes(out), lambda e: nixl_ops.all_gather(e, src, out), out,
-                                  async_op)
-        return self._run("all_gather", _nbytes(out),
-                         lambda: dist.all_gather_single(out, src, self.pg, async_op=True), lambda: out, async_op)
+        return self._call("all_gather", nbytes(out), lambda: self.comm.all_gather(src, out), out, async_op)
 
     def reduce_scatter(self, t: torch.Tensor, op: str = "sum", async_op: bool = False) -> Any:
         """Reduce ``t`` (first dim divisible by the group size) and return this rank's slice of the result."""
         import torch
-        import torch.distributed as dist
 
-        rop = _reduce_op(op)
+        check_reduce_op(op)
         self._split(t, "reduce_scatter input")
         src = t.contiguous()
         out = torch.empty((src.shape[0] // self.size, *src.shape[1:]), dtype=src.dtype, device=src.device)
-        if self.pg is None:
-            out.copy_(src)
-            return self._done("reduce_scatter", _nbytes(src), out, async_op)
-        return self._run("reduce_scatter", _nbytes(src),
-                         lambda: dist.reduce_scatter_single(out, src, rop, self.pg, async_op=True),
-                         lambda: out, async_op)
+        return self._call("reduce_scatter", nbytes(src), lambda: self.comm.reduce_scatter(src, out, op), out,
+                          async_op)
 
     def broadcast(self, t: torch.Tensor, src: int = 0, async_op: bool = False) -> Any:
         """Copy group rank ``src``'s ``t`` into every rank's ``t`` (in place)."""
-        import torch.distributed as dist
-
         if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.size:
             raise InputError(f"broadcast src: {src!r} must be a rank in group {self.name!r} (0..{self.size - 1})")
-        if self.pg is None:
-            return self._done("broadcast", _nbytes(t), t, async_op)
-        if t.is_contiguous() and nixl_ops.routable(self.nixl, t, _nbytes(t)):
-            return self._via_nixl("broadcast", _nbytes(t), lambda e: nixl_ops.broadcast(e, t, src), t, async_op)
-        root = self.ranks[src]
-        return self._run("broadcast", _nbytes(t), lambda: dist.broadcast(t, root, self.pg, async_op=True),
-                         lambda: t, async_op, peer=src if src != self.rank else None)
+        return self._call("broadcast", nbytes(t), lambda: self.comm.broadcast(t, src), t, async_op,
+                          peer=src if src != self.rank else None)
 
     def all_to_all(self, t: torch.Tensor, async_op: bool = False) -> Any:
         """Split ``t`` into ``size`` chunks along dim 0; chunk j goes to rank j. Returns the received chunks
         concatenated in source-rank order."""
         import torch
-        import torch.distributed as dist
 
         self._split(t, "all_to_all input")
         src = t.contiguous()
         out = torch.empty_like(src)
-        if self.pg is None:
-            out.copy_(src)
-            return self._done("all_to_all", _nbytes(src), out, async_op)
-        return self._run("all_to_all", _nbytes(src),
-                         lambda: dist.all_to_all_single(out, src, group=self.pg, async_op=True), lambda: out,
-                         async_op)
+        return self._call("all_to_all", nbytes(src), lambda: self.comm.all_to_all(src, out), out, async_op)
 
     def send(self, t: torch.Tensor, dst: int, async_op: bool = False) -> Any:
-        import torch.distributed as dist
-
-        peer = self._check_peer(dst, "send dst")
-        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
-            src = t.contiguous()
-            return self._via_nixl("send", _nbytes(t), lambda e: nixl_ops.send(e, src, dst), None, async_op)
-        return self._run("send", _nbytes(t), lambda: dist.isend(t.contiguous(), peer, self.pg), lambda: None,
-                         async_op, peer=dst)
+        self._check_peer(dst, "send dst")
+        src = t.contiguous()
+        return self._call("send", nbytes(t), lambda: self.comm.send(src, dst), None, async_op, peer=dst)
 
     def recv(self, t: torch.Tensor, src: int, async_op: bool = False) -> Any:
         """Receive into ``t`` (contiguous) from group rank ``src``; returns ``t``."""
-        import torch.distributed as dist
-
-        peer = self._check_peer(src, "recv src")
+        self._check_peer(src, "recv src")
         if not t.is_contiguous():
             raise InputError(f"recv: the buffer of shape {tuple(t.shape)} must be contiguous (use .contiguous())")
-        if nixl_ops.routable(self.nixl, t, _nbytes(t)):
-            return self._via_nixl("recv", _nbytes(t), lambda e: nixl_ops.recv(e, t, src), t, async_op)
-        return self._run("recv", _nbytes(t), lambda: dist.irecv(t, peer, self.pg), lambda: t, async_op, peer=src)
+        return self._call("recv", nbytes(t), lambda: self.comm.recv(t, src), t, async_op, peer=src)
 
     def batch_send_recv(self, ops: Sequence[SendRecv], async_op: bool = False) -> Any:
         """Post all sends and receives at once (``batch_isend_irecv``) so pairwise exchanges cannot deadlock."""
-        import torch.distributed as dist
-
-        if not ops:
-            return self._done("batch_send_recv", 0, None, async_op)
-        p2p, small = [], []
         for item in ops:
-            fn = {"send": dist.isend, "recv": dist.irecv}.get(item.kind)
-            if fn is None:
+            if item.kind not in ("send", "recv"):
                 raise InputError(f"batch_send_recv kind: {item.kind!r} is not one of send, recv")
-            peer_global = self._check_peer(item.peer, f"{item.kind} peer")
-            # Each item is routed by its own size, as its partner routes the matching item.
-            if item.tensor.is_contiguous() and nixl_ops.routable(self.nixl, item.tensor, _nbytes(item.tensor)):
-                small.append(item)
-            else:
-                p2p.append(dist.P2POp(fn, item.tensor, peer_global, self.pg))
-        nbytes = sum(_nbytes(item.tensor) for item in ops)
+            self._check_peer(item.peer, f"{item.kind} peer")
+        if not ops:
+            return self._call("batch_send_recv", 0, Pending, None, async_op)
+        size = sum(nbytes(item.tensor) for item in ops)
         peer = ops[0].peer if len({o.peer for o in ops}) == 1 else None
-        if not p2p:
-            return self._via_nixl("batch_send_recv", nbytes, lambda e: nixl_ops.batch(e, small), None, async_op)
-        handle = self._run("batch_send_recv", nbytes if not small else nbytes - sum(_nbytes(i.tensor) for i in small),
-                           lambda: dist.batch_isend_irecv(p2p), lambda: None, True, peer=peer)
-        if small:
-            self._via_nixl("batch_send_recv", sum(_nbytes(i.tensor) for i in small),
-                           lambda e: nixl_ops.batch(e, small), None, False)
-        return handle if async_op else handle.wait()
+        return self._call("batch_send_recv", size, lambda: self.comm.batch(ops), None, async_op, peer=peer)
 
     def barrier(self) -> None:
-        import torch.distributed as dist
-
-        if self.pg is None:
-            return
-        self._run("barrier", 0, lambda: dist.barrier(self.pg, async_op=True), lambda: None, False)
+        if self.size > 1:  # a group of one has nothing to wait for, and records nothing
+            self._call("barrier", 0, self.comm.barrier, None, False)
 
     def all_reduce_coalesced(self, tensors: Sequence[torch.Tensor], op: str = "sum",
                              codec: BlockCodec | None = None, bucket_bytes: int = 25 * 2**20) -> list[torch.Tensor]:
@@ -392,42 +283,18 @@ class Group:
         return self._subgroup(f"{self.name}.{name}", ranks)
 
     def _subgroup(self, name: str, group_ranks: Sequence[int]) -> Group:
-        import torch.distributed as dist
-
         entries = [self.table[r] for r in group_ranks]
         table = [RankEntry(e.global_rank, e.local_rank, i, e.host, e.pid) for i, e in enumerate(entries)]
-        pg = None
-        if self.pg is not None and len(table) > 1:
-            settle_all("new_group")
-            try:
-                pg = dist.new_group([e.global_rank for e in table], timeout=datetime.timedelta(seconds=self.timeout_s),
-                                    backend=self.backend, use_local_synchronization=True, group_desc=name)
-            except RuntimeError as exc:
-                raise self._error(exc, "new_group") from exc
-        transport = self.transport if pg is not None else "local"
-        engine = None
-        if self.nixl is not None and pg is not None:
-            me = [e.global_rank for e in table].index(self.global_rank)
-            engine = nixl_setup.open_for_group(pg, table, me, name, self.timeout_s, self.nixl.max_bytes,
-                                               self.nixl.log_path)
-            transport = nixl_setup.transport_label(engine, self.transport.split("+")[-1], "any")
-        return Group(name=name, backend=self.backend, transport=transport, pg=pg, table=table,
-                     global_rank=self.global_rank, timeout_s=self.timeout_s, nixl=engine)
+        try:
+            comm = self.comm.subgroup(name, table)
+        except RuntimeError as exc:
+            raise self._error(exc, "new_group") from exc
+        return Group(name=name, backend=self.backend, table=table, global_rank=self.global_rank,
+                     timeout_s=self.timeout_s, comm=comm)
 
     def destroy(self) -> None:
-        """Tear the process group down (the world group also ends torch.distributed)."""
-        import torch.distributed as dist
-
-        settle_all("destroy")
-        if self.nixl is not None:
-            self.nixl.close()
-            self.nixl = None
-        if self.pg is None or not dist.is_initialized():
-            return
-        if self.pg is dist.group.WORLD:
-            dist.destroy_process_group()
-        else:
-            dist.destroy_process_group(self.pg)
+        """Tear the group down: its engines, then its process group (the world's also ends torch.distributed)."""
+        self.comm.close()
         self.pg = None
 
 
@@ -464,28 +331,27 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
     env = os.environ if environ is None else environ
     if backend not in BACKENDS:
         raise InputError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
-    if require_transport not in nccl.TRANSPORT_CHECKS:
+    if require_transport not in TRANSPORT_CHECKS:
         raise InputError(f"require_transport: {require_transport!r} is not one of "
-                         f"{', '.join(nccl.TRANSPORT_CHECKS)}")
+                         f"{', '.join(TRANSPORT_CHECKS)}")
     if not timeout_s > 0:
         raise InputError(f"timeout_s: {timeout_s!r} must be a positive number of seconds such as 60")
     chosen = backend if backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
-    if engine not in ENGINES:
-        raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     rank = _int_env(env, "RANK", 0)
     world = _int_env(env, "WORLD_SIZE", 1)
+    # Chosen once, before the rendezvous: bad input fails every rank at once.
+    communicator = select(engine, chosen, world)
     local_rank = _int_env(env, "LOCAL_RANK", rank)
     host, pid = socket.gethostname(), os.getpid()
     if world <= 1 and not dist.is_initialized():
         table = [RankEntry(0, local_rank, 0, host, pid)]
         return Group(name=name, backend=chosen, transport="local", pg=None, table=table, global_rank=0,
                      timeout_s=timeout_s)
-    use_nixl = nixl_setup.wanted(engine, chosen, world)  # before the rendezvous: bad input fails every rank at once
     capture = None
     if chosen == "nccl":
         # NCCL reads the real process environment, so the hook writes there whatever ``environ`` was read from.
-        nccl.apply_env(nccl_env, os.environ)
-        capture = nccl.capture_log(os.environ)
+        apply_env(nccl_env, os.environ)
+        capture = capture_log(os.environ)
         torch.cuda.set_device(local_rank % max(torch.cuda.device_count(), 1))
     timeout = datetime.timedelta(seconds=timeout_s)
     if not dist.is_initialized():
@@ -504,20 +370,15 @@ def init(backend: str = "auto", *, timeout_s: float = 60.0, environ: Mapping[str
         raise TransferError(f"exchanging the rank table failed: {exc}", op="init", group=name) from exc
     table = [RankEntry(r, int(lr), r, str(h), int(p)) for r, (h, lr, p) in enumerate(infos)]
     transport = "gloo/tcp" if chosen == "gloo" else "nccl/unknown"
-    if chosen == "gloo" and require_transport == "rdma" and not use_nixl:
-        raise TransferError("--require-rdma: the torch engine on Gloo moves every tensor over TCP (gloo/tcp); "
-                            "use the nixl engine on a RoCE host (or NCCL on GPUs)", op="init", group=name)
     if capture is not None:
         probe = torch.ones(1, device="cuda")
         dist.all_reduce(probe)
         torch.cuda.synchronize()
         try:
-            transport = nccl.verify(capture.read(), require_transport, group=name)
+            transport = verify(capture.read(), require_transport, group=name)
         finally:
             capture.discard()
-    nixl = None
-    if use_nixl:
-        nixl = nixl_setup.open_world(dist.group.WORLD, table, rank, name, timeout_s, nixl_max_bytes)
-        transport = nixl_setup.transport_label(nixl, transport, require_transport)
-    return Group(name=name, backend=chosen, transport=transport, pg=dist.group.WORLD, table=table,
-                 global_rank=rank, timeout_s=timeout_s, nixl=nixl)
+    comm = communicator.open(pg=dist.group.WORLD, table=table, rank=rank, group=name, timeout_s=timeout_s,
+                             backend=chosen, transport=transport, require_transport=require_transport,
+                             max_bytes=nixl_max_bytes)
+    return Group(name=name, backend=chosen, table=table, global_rank=rank, timeout_s=timeout_s, comm=comm)

@@ -1,5 +1,5 @@
-"""Connecting the KV agents of a disaggregated run (see :mod:`tensorfabric.transfer.kv_transfer` for the
-protocol): create this rank's agent over its region, swap :class:`~tensorfabric.transfer.kv_transfer.KVPeer`
+"""Connecting the KV agents of a disaggregated run (see :mod:`tensorfabric.transfer.kv.transfer` for the
+protocol): create this rank's agent over its region, swap :class:`~tensorfabric.transfer.kv.transfer.KVPeer`
 records, load the peers that share KV heads with it, and probe every pair before the first request."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
-from tensorfabric.transfer.kv_pool import KVLayout, Write
-from tensorfabric.transfer.kv_transfer import KVPeer, KVReceiver, KVSender
+from tensorfabric.transfer.kv.pool import KVLayout, Write
+from tensorfabric.transfer.kv.transfer import KVPeer, KVReceiver, KVSender
 
 if TYPE_CHECKING:
     import torch
@@ -36,7 +36,7 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
     except ImportError as exc:
         raise TransferError(f"the KV transfer needs the NIXL wheel (nixl-cu12): {exc}", op="kv_init",
                             group="kv") from exc
-    from tensorfabric.transfer.nixl_engine import _route_nixl_logging
+    from tensorfabric.transfer.engines.nixl_engine import _route_nixl_logging
 
     _route_nixl_logging()
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """KV blocks from prefill ranks into decode ranks' pools: NIXL WRITEs of descriptor lists, one notification each.
 
-Roles: a **decode** rank registers its pool (:mod:`~tensorfabric.transfer.kv_pool` layout, its KV heads only)
+Roles: a **decode** rank registers its pool (:mod:`~tensorfabric.transfer.kv.pool` layout, its KV heads only)
 once; a **prefill** rank registers a staging area of the same layout for one request. At connection time every
 rank publishes a :class:`KVPeer` (agent metadata, region address, layout, pid), each prefill rank loads the
 decode ranks it shares heads with and vice versa, and one probe write + reply crosses every pair, so UCX picks
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
 from tensorfabric.transfer.failures import process_gone
-from tensorfabric.transfer.kv_pool import KVLayout, Write, blocks_for, pack, plan_writes, unpack
+from tensorfabric.transfer.kv.pool import KVLayout, Write, blocks_for, pack, plan_writes, unpack
 
 if TYPE_CHECKING:
     import torch
@@ -155,7 +155,7 @@ class _Side:
             self.registration = None
 
     def ucx_log(self) -> str:
-        from tensorfabric.transfer.nixl_engine import read_ucx_log
+        from tensorfabric.transfer.engines.nixl_engine import read_ucx_log
 
         return read_ucx_log(self.log_path)
 

@@ -1,4 +1,4 @@
-"""Collectives over a :class:`~tensorfabric.transfer.nixl_engine.NixlEngine`, for tensors of one slot or less.
+"""Collectives over a :class:`~tensorfabric.transfer.engines.nixl_engine.NixlEngine`, for tensors of one slot or less.
 
 Algorithms (latency-bound sizes, so the fewest dependent message rounds wins): every collective is one round
 of direct writes. all_reduce sends the whole input to every peer and each rank reduces locally **in Gloo's
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     import torch
 
-    from tensorfabric.transfer.nixl_engine import NixlEngine
+    from tensorfabric.transfer.engines.nixl_engine import NixlEngine
     from tensorfabric.transfer.records import SendRecv
 
 __all__ = ["REDUCE_OPS", "all_gather", "all_reduce", "batch", "broadcast", "recv", "ring_order_reduce", "routable",

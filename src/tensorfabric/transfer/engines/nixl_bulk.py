@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import torch
 
     from tensorfabric.transfer.codecs import BlockCodec
-    from tensorfabric.transfer.nixl_engine import NixlEngine
+    from tensorfabric.transfer.engines.nixl_engine import NixlEngine
 
 __all__ = ["LAG", "exchange", "scatter_reduce_gather"]
 

@@ -39,8 +39,9 @@ that safe:
 
 * a rank blocked in any engine also progresses every unsettled engine, so no wait of ours holds back inline
   bytes a peer waits for;
-* before any torch.distributed call (:func:`settle_all`, called by every Group path that makes one, and at
-  teardown) each unsettled engine runs a closing handshake with every peer it exchanged inline messages
+* before any torch.distributed call (:func:`settle_all`, which this module hands to
+  :func:`tensorfabric.transfer.engines.base.on_settle`, so every engine's torch.distributed call and the
+  teardown run it) each unsettled engine runs a closing handshake with every peer it exchanged inline messages
   with, after which that peer has consumed them and holds our credit. Per pair the lower rank sends its
   ``S`` first; the higher one waits for it and until the lower one has consumed all its messages, then
   answers with its own ``S``, into a stream with nothing else in it (the same situation as a WRITE's
@@ -73,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
 from tensorfabric.host.ucx_log import UcxTransport, classify, parse_ucx_log
+from tensorfabric.transfer.engines.base import on_settle
 from tensorfabric.transfer.failures import process_gone
 
 if TYPE_CHECKING:
@@ -154,11 +156,11 @@ class NixlEngine:
         """The agent's name (UCX's worker name in its log) and where UCX logs (``%p``: the pid), if captured."""
         self.spin_s = _SPIN_S
         """How long a wait busy-polls before it sleeps between polls (see _SPIN_S; callers that move bulk data
-        may shorten it, :mod:`tensorfabric.transfer.compressed_nixl`)."""
+        may shorten it, :mod:`tensorfabric.transfer.engines.nixl_bulk`)."""
         self.wait_s = 0.0
         """Seconds spent blocked for peers (their lateness plus wire latency) since the last reset."""
         self.inline_bulk = False
-        """Whether bulk exchanges (:mod:`tensorfabric.transfer.compressed_nixl`) send their bytes inline: set
+        """Whether bulk exchanges (:mod:`tensorfabric.transfer.engines.nixl_bulk`) send their bytes inline: set
         at :func:`open_engine` when UCX reports TCP, where an inline message is one trip instead of three
         (the module docstring). Over shared memory a 576 KiB int8 all_reduce on three local ranks took
         1.88 ms inline against 1.77 ms with WRITEs (``benchmarks/compressed_routes.py``, medians of 5)."""
@@ -446,6 +448,9 @@ def settle_all(op: str = "settle") -> None:
     torch.distributed call (its peers do the same, so the handshakes meet)."""
     for engine in sorted(_UNSETTLED, key=lambda e: e.group):
         engine.settle(op)
+
+
+on_settle(settle_all)
 
 
 def read_ucx_log(log_path: str | None) -> str:
