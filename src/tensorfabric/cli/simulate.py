@@ -22,6 +22,7 @@ from tensorfabric.cli._options import (
     refuse_existing,
 )
 from tensorfabric.errors import InputError
+from tensorfabric.sim.engine import ENGINE_NAMES
 from tensorfabric.topology import Fabric
 
 __all__ = ["cli"]
@@ -77,7 +78,7 @@ class _WithSweep(click.Command):
 @click.option("--step", type=DURATION, help="Time step, e.g. 1us.")
 @click.option("--dcqcn", type=RegistryChoice("tensorfabric.sim.reaction:REACTION_POINTS"),
               help="DCQCN form (none: PFC alone).")
-@click.option("--engine", type=click.Choice(["auto", "stepped", "events"]),
+@click.option("--engine", type=click.Choice(ENGINE_NAMES),
               help="auto (default): the event engine where it applies (no CC, no ECN, lossless static PFC, no "
                    "head-of-line coupling), the time-stepped one otherwise.")
 @click.option("--acyclic", is_flag=True, help="deadlock: the same traffic without a cyclic buffer dependency.")

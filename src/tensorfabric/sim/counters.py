@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorfabric.samples import Sample
-from tensorfabric.sim.engine import Trace
 from tensorfabric.sim.network import Network
+from tensorfabric.sim.trace import Trace
 from tensorfabric.topology import Fabric, Host
 
 __all__ = ["counter_samples"]

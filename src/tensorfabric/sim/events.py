@@ -21,7 +21,6 @@ and the routed traffic only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -29,11 +28,9 @@ import numpy.typing as npt
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.pfc import pause_duration_s
+from tensorfabric.sim.trace import Trace
 
-if TYPE_CHECKING:
-    from tensorfabric.sim.engine import Trace
-
-__all__ = ["applies", "run_events"]
+__all__ = ["ENGINE", "EventsEngine", "applies", "run_events"]
 
 F64 = npt.NDArray[np.float64]
 _REL = 1e-12
@@ -138,8 +135,6 @@ def _rates(tree: _Tree, cap: list[float], line: list[float], active: list[bool],
 
 
 def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
-    from tensorfabric.sim.engine import Trace  # late: engine imports this module to dispatch here
-
     n_f, n_e = net.size.shape[0], net.cap_bytes_s.shape[0]
     tree = _Tree(net)
     m = tree.used.size
@@ -210,11 +205,11 @@ def run_events(net: Network, cfg: SimConfig, *, advance: Callable[[float], None]
                         if stage[g] == stage[f] + 1:
                             ready[g] = max(float(net.start_s[g]), delivered_at + float(net.gap_s[g]))
     return _trace(net, cfg, tree, t, np.array(t_hist), np.array(r_hist), np.array(a_hist), np.array(s_hist),
-                  np.array(begin), np.array(finish), Trace)
+                  np.array(begin), np.array(finish))
 
 
 def _trace(net: Network, cfg: SimConfig, tree: _Tree, t_end: float, t_hist: F64, r_hist: F64, a_hist: F64,
-           s_hist: F64, begin: F64, finish: F64, trace_cls: type[Trace]) -> Trace:
+           s_hist: F64, begin: F64, finish: F64) -> Trace:
     n_f, n_e = net.size.shape[0], net.cap_bytes_s.shape[0]
     spans = np.diff(np.append(t_hist, t_end))
     delivered = np.minimum(net.size, (r_hist * spans[:, None]).sum(axis=0))
@@ -254,7 +249,7 @@ def _trace(net: Network, cfg: SimConfig, tree: _Tree, t_end: float, t_hist: F64,
     zeros = np.zeros(n_f)
     fin = finish - net.ack_delay_s
     sim_time = max(t_end, float(np.nanmax(fin))) if np.isfinite(fin).any() else t_end
-    return trace_cls(
+    return Trace(
         steps=len(t_hist), sim_time_s=sim_time, sent=sent, delivered=delivered, dropped=zeros.copy(),
         buffered=sent - delivered, finish_s=finish, begin_s=begin, cnp_sent=zeros.copy(), cnp_handled=zeros.copy(),
         marked_pkts=zeros.copy(), edge_drops=np.zeros(n_e), edge_paused_s=edge_paused, edge_xoff_s=edge_paused.copy(),
@@ -264,3 +259,18 @@ def _trace(net: Network, cfg: SimConfig, tree: _Tree, t_end: float, t_hist: F64,
         series_rate=wire_bps[k].astype(np.float32), series_delivered=s_d.astype(np.float32), snapshots=[],
         engine="events",
     )
+
+
+class EventsEngine:
+    """The event engine as the registry holds it (``sim.engine.ENGINES``)."""
+
+    name = "events"
+
+    def applies(self, net: Network, cfg: SimConfig) -> str | None:
+        return applies(net, cfg)
+
+    def run(self, net: Network, cfg: SimConfig, *, advance: Callable[[float], None] | None = None) -> Trace:
+        return run_events(net, cfg, advance=advance)
+
+
+ENGINE = EventsEngine()

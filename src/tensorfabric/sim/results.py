@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tensorfabric.sim.engine import Trace
 from tensorfabric.sim.network import Network
+from tensorfabric.sim.trace import Trace
 
 __all__ = ["FlowResult", "SimResult", "port_name", "summarize"]
 

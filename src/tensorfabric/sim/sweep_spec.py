@@ -42,6 +42,7 @@ import numpy as np
 
 from tensorfabric.errors import InputError
 from tensorfabric.sim.dcqcn import FirmwareDcqcn, PaperDcqcn
+from tensorfabric.sim.reaction import REACTION_POINTS
 from tensorfabric.units import parse_duration, parse_rate, parse_size
 
 __all__ = ["PARAMS", "Param", "SweepPoint", "SweepSpec", "TopologySpec", "WorkloadSpec", "expand", "parse_fraction",
@@ -139,7 +140,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in [
     Param("pmax", "knob", lambda v, w: parse_fraction(v, w), "pmax"),
     Param("headroom", "knob", lambda v, w: float(parse_size(v, what=w, allow_zero=True)), "headroom_bytes"),
     Param("xoff", "knob", lambda v, w: float(parse_size(v, what=w)), "xoff_bytes"),
-    Param("dcqcn", "knob", lambda v, w: _choice(v, w, ("firmware", "paper", "none")), "dcqcn", numeric=False),
+    Param("dcqcn", "knob", lambda v, w: _choice(v, w, REACTION_POINTS.names()), "dcqcn", numeric=False),
     *_dcqcn_params("firmware", FirmwareDcqcn),
     *_dcqcn_params("paper", PaperDcqcn),
     Param("load", "condition", lambda v, w: parse_fraction(v, w, allow_zero=True), "load"),
@@ -280,7 +281,7 @@ def parse_spec(doc: Any, source: str = "sweep spec") -> SweepSpec:
         axes=tuple(_axis(str(k), v, search, source) for k, v in params.items()),
         step_s=parse_duration(doc.get("step", "2us"), what=f"{source}: step"),
         duration_s=parse_duration(doc.get("duration", "10ms"), what=f"{source}: duration"),
-        dcqcn=_choice(doc.get("dcqcn", "firmware"), f"{source}: dcqcn", ("firmware", "paper", "none")),
+        dcqcn=_choice(doc.get("dcqcn", "firmware"), f"{source}: dcqcn", REACTION_POINTS.names()),
         topology=_topology(doc["topology"], source) if "topology" in doc else None, fabric=fabric,
         workload=_workload(doc.get("workload", {}), source),
         budget=_budget_doc(doc.get("budget"), source))
