@@ -363,7 +363,7 @@ def headroom_from_table(table: HeadroomTable, speed_bps: float, cable_m: float, 
 def least_switch_headroom(speed_bps: float, cable_m: float, mtu: int) -> HeadroomResult:
     """The smallest headroom any known switch ASIC needs here: for a deployed config whose ASIC is unknown, only
     what no ASIC could get away with is too small. Each ASIC counts with its vendor preset where one is calibrated
-    for this speed and cable, else with the SONiC (Lua) formula (Spectrum-5/6)."""
+    for this speed and cable, else with the SONiC (Lua) formula (Spectrum-5 without a shared headroom pool)."""
     from tensorfabric.fabric.headroom_presets import PRESETS
 
     candidates: list[HeadroomResult] = []

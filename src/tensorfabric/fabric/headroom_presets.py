@@ -45,9 +45,6 @@ __all__ = ["CALIBRATION_MTU", "PRESETS", "AsicPreset", "CalibrationTable", "Pres
 
 SizeRule = Literal["xoff+xon", "xon", "xoff+minimum", "minimum"]
 CALIBRATION_MTU = 9100
-# The larger of the two 8-lane xon values the Spectrum tables show (37 888 on ACS-MSN4700, 38 912 on ACS-SN5600
-# and every SHP SKU): used for an 8-lane port where the calibration table has none, so never below either.
-_XON_8_LANES = 38912
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +88,8 @@ class AsicPreset:
     threshold: int = 0
     shared_headroom_pool: bool = False
     lane_gbps: int = 0
-    """SerDes lane rate of the ASIC (Gb/s); 0 where the preset does not model lanes (Broadcom)."""
+    """SerDes lane rate of the ASIC (Gb/s); 0 where it is not known (Spectrum-5/6: a lane count is taken as given)
+    or lanes do not matter (Broadcom tables have no lane dependence)."""
     skus: tuple[str, ...] = field(default=())
     """SKU directory names that share the calibration tables' rows (symlinks in sonic-buildimage)."""
 
@@ -111,6 +109,7 @@ class AsicPreset:
 
 _SP_XON = 19456  # ceil_1024(19 KiB pipeline latency), every Spectrum table
 _MLNX = "mellanox/"
+# SerDes lane rates (Gb/s); Spectrum-5/6 rates are not in our sources, so their lane counts are taken as given.
 _LANES = {"spectrum1": 25, "spectrum2": 50, "spectrum3": 50, "spectrum4": 100}
 
 
@@ -119,7 +118,7 @@ def _spectrum(name: str, tables: tuple[CalibrationTable, ...], fixed: dict[int, 
               ) -> AsicPreset:
     xon = dict.fromkeys(fixed, _SP_XON) | (xon8 or {})
     return AsicPreset(name, "nvidia", tables, 1024, fixed, k, 0, max_cable, xon, "xon" if shp else "xoff+xon",
-                      shared_headroom_pool=shp, lane_gbps=_LANES[name.split("-")[0]], skus=skus)
+                      shared_headroom_pool=shp, lane_gbps=_LANES.get(name.split("-")[0], 0), skus=skus)
 
 
 def _t(sku_dir: str, *speeds: int) -> CalibrationTable:
@@ -128,7 +127,7 @@ def _t(sku_dir: str, *speeds: int) -> CalibrationTable:
 
 _SN2700, _SN3700, _SN3800 = "x86_64-mlnx_msn2700-r0/", "x86_64-mlnx_msn3700-r0/", "x86_64-mlnx_msn3800-r0/"
 _SN4600C, _SN4700 = "x86_64-mlnx_msn4600c-r0/", "x86_64-mlnx_msn4700-r0/"
-_SN4280, _SN5600 = "x86_64-nvidia_sn4280-r0/", "x86_64-nvidia_sn5600-r0/"
+_SN4280, _SN5600, _SN5640 = "x86_64-nvidia_sn4280-r0/", "x86_64-nvidia_sn5600-r0/", "x86_64-nvidia_sn5640-r0/"
 
 PRESETS: Registry[AsicPreset] = Registry("headroom preset", {p.name: p for p in (
     # SN2201's 100M and 1G rows stay refused: at 300m they copy the 10G row's size (56320 with xoff 29696).
@@ -184,6 +183,15 @@ PRESETS: Registry[AsicPreset] = Registry("headroom preset", {p.name: p for p in 
     _spectrum("spectrum4-shp-c256s1", (_t(_MLNX + _SN5600 + "Mellanox-SN5600-C256S1"),),
               {10: 20414, 25: 21421, 40: 24312, 50: 26458, 100: 44248, 200: 50608, 400: 84832, 800: 93888}, 1.324,
               shp=True, xon8={800: 38912}),
+    _spectrum("spectrum5-shp", (_t(_MLNX + _SN5640 + "Mellanox-SN5640-C512S2"),
+                                _t(_MLNX + _SN5640 + "Mellanox-SN5640-C512X2")),
+              {10: 20462, 25: 21529, 50: 26606, 100: 44129, 200: 50841, 400: 86321}, 1.333, shp=True,
+              max_cable=1000.0, skus=("Mellanox-SN5640-C448O16", "Mellanox-SN5640-C508O1X2", "Mellanox-SN5640-O128X2")),
+    # Spectrum-6's one table (every SN6600/SN6810 SKU links to it); its 10G/25G rows exist at 5m only.
+    AsicPreset("spectrum6", "nvidia", (_t(_MLNX + "x86_64-nvidia_sn6600_ld-r0/ACS-SN6600_LD"),), 1024,
+               {10: 20411, 25: 21331, 100: 43338, 200: 47256, 400: 79152, 800: 141920}, 1.389, 0, 300.0,
+               dict.fromkeys((10, 25, 100, 200, 400, 800), 43008), "xoff+xon",
+               skus=("Mellanox-SN6600_LD-P128C2", "Mellanox-SN6600_LD-P64O128C2", "ACS-SN6810_LD")),
     AsicPreset("trident2", "broadcom", (_t("common/profiles/td2/gen/BALANCED"),), 208,
                {1: 0, 10: 0, 40: 44833, 50: 45017, 100: 46562}, 1.516, 40560, 300.0,
                dict.fromkeys((1, 10, 40, 50, 100), 18432), "xoff+minimum", minimum=1248, xon_offset=2496,
@@ -219,11 +227,11 @@ def preset_named(name: str, *, shared_headroom_pool: bool = False) -> AsicPreset
         key = _by_sku().get(key, key)
     if key in PRESETS and (PRESETS[key].shared_headroom_pool or not shared_headroom_pool):
         return PRESETS[key]
-    if shared_headroom_pool and key in PRESETS:
-        if f"{key}-shp" not in PRESETS:
-            raise InputError(f"asic: {name!r} has no shared-headroom-pool preset; SHP presets: "
-                             f"{', '.join(n for n in PRESETS if PRESETS[n].shared_headroom_pool)}")
+    if shared_headroom_pool and f"{key}-shp" in PRESETS:
         return PRESETS[f"{key}-shp"]
+    if shared_headroom_pool and key in PRESETS:
+        raise InputError(f"asic: {name!r} has no shared-headroom-pool preset; SHP presets: "
+                         f"{', '.join(n for n in PRESETS if PRESETS[n].shared_headroom_pool)}")
     raise InputError(f"asic: {name!r} is not one of {', '.join(PRESETS)} (or a SONiC SKU name they were "
                      "calibrated on)")
 
@@ -241,8 +249,10 @@ class PresetAnswer:
 
 def _eight_lanes(preset: AsicPreset, gbps: int, lanes: int | None) -> bool:
     native = preset.lanes8(gbps)
-    if lanes is None or preset.lane_gbps == 0:
+    if lanes is None or preset.vendor != "nvidia":
         return native
+    if preset.lane_gbps == 0:
+        return lanes >= 8 or native
     if gbps > lanes * preset.lane_gbps:
         fewest = math.ceil(gbps / preset.lane_gbps)
         raise InputError(f"lanes: {gbps}G on {lanes} lanes needs {gbps / lanes:g}G per lane; {preset.name}'s SerDes "
@@ -266,8 +276,10 @@ def preset_headroom(preset: AsicPreset, speed_bps: float, cable_m: float, mtu: i
     raw = preset.fixed[gbps] + on_cable + extra
     xoff = max(preset.floor, int(math.ceil(raw / preset.cell_bytes)) * preset.cell_bytes)
     xon = preset.xon[gbps]
+    # An 8-lane port the table has as 4 lanes: twice the table's xon, the larger of the two 8-lane values the
+    # Spectrum tables show (37 888 = 2 x 19 456 - 1024 on ACS-MSN4700, 38 912 on ACS-SN5600 and the SHP SKUs).
     if eight and not preset.lanes8(gbps):
-        xon = _XON_8_LANES
+        xon = 2 * min(preset.xon.values())
     size = {"xoff+xon": xoff + xon + (mtu if eight else 0), "xon": xon, "xoff+minimum": xoff + preset.minimum,
             "minimum": preset.minimum}[preset.size_rule]
     return PresetAnswer(xoff, xon, size, preset.fixed[gbps], on_cable, extra, eight)

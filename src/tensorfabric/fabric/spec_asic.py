@@ -27,7 +27,7 @@ class AsicSpec(SpecModel):
     ``headroom`` picks how PG headroom is sized: ``table`` answers from the switch's own ``pg_profile_lookup.ini``
     (``table:``, a path relative to the spec file), ``vendor`` uses the preset calibrated on the vendor's tables,
     ``sonic`` the SONiC dynamic (Lua) formula. Default: ``table`` when a table is given, else ``vendor`` where a
-    preset exists (Spectrum 1-4, Broadcom), else ``sonic`` (Spectrum-5/6).
+    preset exists (Spectrum 1-4 and 6, Spectrum-5 with a shared headroom pool, Broadcom), else ``sonic``.
     """
 
     model: str = "spectrum4"
@@ -74,7 +74,8 @@ class AsicSpec(SpecModel):
         if self._table is not None:
             return "table"
         # The vendor-calibrated preset where one exists: the Lua formula is below SN5600's own table by up to 14 %.
-        return "vendor" if self.model in PRESETS else "sonic"
+        shp_preset = self.shared_headroom_pool and f"{self.model}-shp" in PRESETS
+        return "vendor" if self.model in PRESETS or shp_preset else "sonic"
 
     @property
     def lookup_table(self) -> HeadroomTable | None:
