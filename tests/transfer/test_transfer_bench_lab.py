@@ -70,7 +70,10 @@ def test_nixl_bytes_cross_the_shaped_link_over_tcp(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
-def test_require_rdma_in_the_lab_names_the_tcp_lanes_ucx_chose(capsys: pytest.CaptureFixture[str]) -> None:
+def test_require_rdma_in_the_lab_names_the_tcp_lanes_ucx_chose(capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # An RDMA host as far as the pre-check sees (a captured tree): the ranks' own check names what UCX chose.
+    monkeypatch.setenv("TENSORFABRIC_SYSFS_ROOT", str(Path(__file__).parents[1] / "fixtures/sysfs/mlx5-roce"))
     code = main(["bench", "--lab", "2x1gbit", "--engine", "nixl", "--require-rdma", "--max", "1K", "--iters", "1"])
     err = capsys.readouterr().err
     assert code != 0 and "--require-rdma" in err and "UCX chose nixl/tcp(tcp/eth0)" in err

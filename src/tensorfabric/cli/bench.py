@@ -198,6 +198,10 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
     refuse_existing({"--plot": plot}, force)
+    if require_rdma:
+        from tensorfabric.cli.env import require_rdma_here
+
+        require_rdma_here()  # exit 2 here, not after ranks are spawned and fail one by one
     config = BenchConfig(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup,
                          iters=iters, dtype=dtype, codec=codec, block=block, check=bool(check))
     configs = [config]

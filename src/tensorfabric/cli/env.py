@@ -1,7 +1,10 @@
 """``tensorfabric env``: the NCCL/Gloo environment for this host, derived from sysfs (and a fabric spec).
 
 This module and ``doctor`` are where the host doctor reads ``os.environ``: the user's own NCCL_* / GLOO_* values
-are never overridden, only reported.
+are never overridden, only reported. :func:`require_rdma_here` is the one ``--require-rdma`` pre-check of ``env``,
+``bench`` and ``run``: a host with no usable RDMA port is refused (exit 2) before anything is derived or spawned;
+``bench`` and ``run`` have no ``--sysfs-root`` and read the tree named by ``TENSORFABRIC_SYSFS_ROOT`` (default
+``/``), which is how tests point them at a captured host.
 """
 
 from __future__ import annotations
@@ -16,8 +19,12 @@ import click
 
 from tensorfabric import roce
 from tensorfabric.cli._options import fabric_option, json_option
+from tensorfabric.errors import InputError
 
-__all__ = ["HostPlan", "cli", "plan_from_spec", "read_text_file"]
+__all__ = ["SYSFS_ROOT_ENV", "HostPlan", "cli", "plan_from_spec", "rdma_missing", "read_text_file",
+           "require_rdma_here"]
+
+SYSFS_ROOT_ENV = "TENSORFABRIC_SYSFS_ROOT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,43 @@ def read_text_file(path: str, what: str) -> bytes:
     return read_input(path, what, stdin=sys.stdin.buffer)
 
 
+def rdma_missing(sysfs_root: str) -> str | None:
+    """What this host lacks for RDMA, in one phrase, or None: no device under ``class/infiniband``, or no port
+    of one ACTIVE. Only the names and port states are read: the pre-check must cost nothing next to a spawn."""
+    from tensorfabric.fsutil import locate_sysfs
+
+    where = locate_sysfs(sysfs_root).sys / "class" / "infiniband"
+    try:
+        devices = sorted(os.listdir(where))
+    except OSError:
+        devices = []
+    if not devices:
+        return f"no RDMA device under {where}"
+    states: list[str] = []
+    for device in devices:
+        ports = where / device / "ports"
+        for port in sorted(os.listdir(ports)) if ports.is_dir() else []:
+            try:
+                state = (ports / port / "state").read_text(encoding="ascii", errors="replace").strip()
+            except OSError:
+                state = "unreadable"
+            if state.split(":")[-1].strip() == "ACTIVE":
+                return None
+            states.append(f"{device} port {port}: {state.split(':')[-1].strip() or 'unknown'}")
+    return f"no ACTIVE RDMA port under {where} ({', '.join(states) or ', '.join(devices) + ' have no ports'})"
+
+
+def require_rdma_here(sysfs_root: str | None = None) -> None:
+    """InputError (exit 2) when ``--require-rdma`` cannot hold on this host; ``sysfs_root`` None reads
+    ``TENSORFABRIC_SYSFS_ROOT`` or ``/``."""
+    root = sysfs_root if sysfs_root is not None else os.environ.get(SYSFS_ROOT_ENV) or "/"
+    missing = rdma_missing(root)
+    if missing is not None:
+        raise InputError(f"--require-rdma: {missing}, so NCCL and UCX could only use TCP sockets; load the NIC's "
+                         "RDMA driver (e.g. mlx5_ib) and bring a port up (tensorfabric doctor says what is "
+                         "missing), or drop --require-rdma to allow the socket fallback")
+
+
 def _sh(name: str, value: str) -> str:
     # NCCL's exact-match '=' reads as a typo in `export X==y`; quoting it keeps the line obvious.
     quoted = shlex.quote(value)
@@ -79,13 +123,16 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
         roce_dscp: int | None, rail_optimized: bool, require_rdma: bool, gids_path: str | None) -> int:
     """Print the NCCL environment for this host (eval "$(tensorfabric env)").
 
-    Variables you already set are kept and reported, never overridden. Exit 0, or 2 for bad input.
+    Variables you already set are kept and reported, never overridden. Exit 0, or 2 for bad input (and for
+    --require-rdma on a host with no active RDMA port).
     """
     from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.gid_capture import parse_gid_capture
     from tensorfabric.host.ncclenv import derive_env
 
+    if require_rdma:
+        require_rdma_here(sysfs_root)  # NCCL_NET=IB was silently left out on such a host, with exit 0
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     captured = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     sysfs = locate_sysfs(sysfs_root, need_root=True)
