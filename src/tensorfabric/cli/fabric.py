@@ -97,7 +97,7 @@ def schema_cmd() -> int:
 @click.option("--model", type=_MODELS, default="vendor", show_default=True,
               help="vendor: preset calibrated on the ASIC vendor's tables; sonic: SONiC's dynamic (Lua) formula.")
 @click.option("--asic", type=_ASICS, default="spectrum4", show_default=True,
-              help="Switch ASIC family (vendor and sonic models; sonic knows Spectrum only).")
+              help="Switch ASIC family, or a SKU group's vendor preset (spectrum3-shp-o8c48...); sonic: Spectrum only.")
 @click.option("--table", "table_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Table mode: answer from this SONiC pg_profile_lookup.ini, exactly.")
 @click.option("--shared-headroom-pool/--no-shared-headroom-pool", "shp", default=False, show_default=True,
