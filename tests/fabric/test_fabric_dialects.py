@@ -33,6 +33,7 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "sonic-fragment-queues-no-wred.json": ("sonic", set()),
     "sonic-ecn-step-profile.json": ("sonic", set()),
     "sonic-ecn-on-queue-4-fragment.json": ("sonic", set()),  # PFC on 3 and 4, ECN on 4: RoCE's queue is 4
+    "sonic-lossless-pg-unbound.json": ("sonic", {"buffer.lossless-pg-unbound"}),  # PFC on 4, PG 4 in no BUFFER_PG
     "sonic-pfcwd-start-default.json": ("sonic", {"pfcwd.no-timers"}),
     "sonic-pfcwd-absent.json": ("sonic", {"pfcwd.absent"}),
     "sonic-dscp-listed-twice.json": ("sonic", {"dscp.conflict"}),
@@ -118,7 +119,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
 DEVIATIONS = {"trust.pcp-on-routed", "cnp.no-class", "cnp.not-strict", "cnp.weighted", "dscp.conflict",
               "roce.dscp-not-lossless", "roce.lossy-pool", "pfc.non-default-priority", "pfcwd.no-timers",
               "pfcwd.absent", "pfc.no-hysteresis", "pfcwd.no-drop-action", "dscp.egress-rewrite",
-              "mtu.lossless-class-too-small", "pfc.priority-unused", "config.undefined-reference"}
+              "mtu.lossless-class-too-small", "pfc.priority-unused", "config.undefined-reference",
+              "buffer.lossless-pg-unbound"}
 
 
 def _path(name: str) -> Path:
@@ -196,6 +198,8 @@ EDITS: list[tuple[str, str, str, str]] = [
     ("dell-z9664-roce.dellsonic", " dscp 48 traffic-class 6\n", "", "cnp.no-class"),
     ("junos-qfx5240-roce.junos", "priority strict-high;", "transmit-rate percent 5;", "cnp.weighted"),
     ("eos-7060x5-segments.eos", "watchdog action drop", "watchdog action no-drop", "pfcwd.no-drop-action"),
+    ("sonic-sn4600-recipe.json", '"3": "3", "4": "0", "5": "0"', '"3": "2", "4": "0", "5": "0"',
+     "buffer.lossless-pg-unbound"),
     ("eos-default-map-rewrite.eos", "traffic-class 3 to dscp 26", "traffic-class 3 to dscp 24", "dscp.egress-rewrite"),
     ("dell-z9664-roce.dellsonic", " mtu 9100\n", " mtu 1500\n", "mtu.lossless-class-too-small"),
     ("host-doroce-dscp-map.sh", "--pfc 0,0,0,1,0,0,0,0", "--pfc 0,0,0,1,1,0,0,0", "pfc.priority-unused"),

@@ -157,3 +157,11 @@ def test_new_rules_are_undeterminable_on_fragments_not_silent() -> None:
     assert statuses["pfcwd.no-drop-action"].status == "undeterminable"
     assert statuses["pfc.priority-unused"].status == "not applicable"  # no host given
     assert statuses["ecn.disabled"].status == "checked"
+
+
+def test_a_lossless_pg_without_a_profile_is_found_and_dynamic_null_is_not() -> None:
+    unbound = lint(None, [parse_deployed(DIALECTS / "sonic-lossless-pg-unbound.json")])
+    assert {(f.rule, f.evidence["pg"]) for f in unbound} == {("buffer.lossless-pg-unbound", 4)}
+    # SONiC's dynamic buffer model binds lossless PGs to "NULL" and lets buffermgrd size them: bound, not missing.
+    stock = lint(None, [parse_deployed(FIXTURES / "deployed" / "stock-leaf.json")])
+    assert "buffer.lossless-pg-unbound" not in {f.rule for f in stock}

@@ -132,6 +132,7 @@ _NEEDS: dict[str, _Needs] = {
     "pfc.non-default-priority": _Needs(facts=(_PFC,)),
     "pfc.no-hysteresis": _Needs(("switch",), ("PFC headroom (xoff/xon/size)",)),
     "pfc.priority-unused": _Needs(("host",), (_DSCP, _PFC)),
+    "buffer.lossless-pg-unbound": _Needs(("switch",), (_PFC, "buffer profile bindings")),
     "dscp.egress-rewrite": _Needs(("switch",), (_DSCP, _PFC)),
     "mtu.lossless-class-too-small": _Needs(("switch",), ("the MTU", _PFC)),
     "pfcwd.no-drop-action": _Needs(("switch",), ("the PFC watchdog",)),

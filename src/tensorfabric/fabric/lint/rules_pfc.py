@@ -20,7 +20,7 @@ MAX_LOSSLESS = 2  # Guo et al. 2016: shallow-buffer switches had headroom for tw
 
 @rule(MISMATCH, "error", "R2", "PFC priorities differ from the plan or between the two ends of a link")
 def mismatch(ctx: LintContext) -> Iterator[Finding]:
-    planned = _planned(ctx)
+    planned = planned_lossless(ctx)
     for ref in ctx.ports():
         pfc = ref.port.pfc_priorities
         if planned is not None and pfc is not None and pfc != planned:
@@ -39,7 +39,7 @@ def mismatch(ctx: LintContext) -> Iterator[Finding]:
                           "enable PFC on the same priorities at both ends")
 
 
-def _planned(ctx: LintContext) -> frozenset[int] | None:
+def planned_lossless(ctx: LintContext) -> frozenset[int] | None:
     """The lossless set to hold every port to: the spec's, else what the hosts use (the NIC decides)."""
     if ctx.spec is not None:
         return frozenset(ctx.plan.lossless_priorities)
@@ -49,7 +49,7 @@ def _planned(ctx: LintContext) -> frozenset[int] | None:
 
 def _switches_disagree(ctx: LintContext) -> Iterator[Finding]:
     # Without a spec or hosts to agree on, two switches with different lossless sets cannot both be right.
-    if _planned(ctx) is not None:
+    if planned_lossless(ctx) is not None:
         return
     sets: dict[frozenset[int], list[str]] = {}
     for name, dev in ctx.devices.items():
