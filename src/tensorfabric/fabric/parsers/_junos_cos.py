@@ -334,62 +334,71 @@ def set_lines(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, list[str]]]
 def set_tree(statements: list[tuple[int, list[str]]]) -> list[Stanza]:
     """``set`` paths as the stanza forest the brace form of the same configuration gives."""
     roots: list[Stanza] = []
+    # Children by (parent list, words): every lookup is a dict hit, so 100,000 set lines stay linear.
+    index: dict[tuple[int, tuple[str, ...]], Stanza] = {}
     for number, words in statements:
         siblings, grammar = roots, "top"
         rest = words
         while rest:
             if grammar.startswith("named:"):
-                node = _child(siblings, rest[:1], number)
+                node = _child(index, siblings, rest[:1], number)
                 siblings, grammar, rest = node.children, grammar[6:], rest[1:]
                 continue
             entry = _GRAMMAR[grammar].get(rest[0])
             if entry is None or len(rest) < 1 + entry[0]:
-                _leaf(siblings, rest, number, grammar)
+                _leaf(index, siblings, rest, number, grammar)
                 break
-            node = _child(siblings, rest[:1 + entry[0]], number)
+            node = _child(index, siblings, rest[:1 + entry[0]], number)
             siblings, grammar, rest = node.children, entry[1], rest[1 + entry[0]:]
     return roots
 
 
-def _child(siblings: list[Stanza], words: list[str], number: int) -> Stanza:
-    for node in siblings:
-        if node.words == words:
-            return node
-    node = Stanza(list(words), number)
-    siblings.append(node)
+def _child(index: dict[tuple[int, tuple[str, ...]], Stanza], siblings: list[Stanza], words: list[str],
+           number: int) -> Stanza:
+    key = (id(siblings), tuple(words))
+    node = index.get(key)
+    if node is None:
+        node = index[key] = Stanza(list(words), number)
+        siblings.append(node)
     return node
 
 
-def _leaf(siblings: list[Stanza], words: list[str], number: int, grammar: str) -> None:
+def _leaf(index: dict[tuple[int, tuple[str, ...]], Stanza], siblings: list[Stanza], words: list[str], number: int,
+          grammar: str) -> None:
     if grammar == "fcs" and words[0] == "class" and len(words) >= 2:
         # 'class NO-LOSS queue-num 3' and 'class NO-LOSS no-loss' on two lines are one brace statement.
-        for node in siblings:
-            if node.words[:2] == words[:2]:
-                if f" {' '.join(words[2:])} " not in f" {' '.join(node.words[2:])} ":
-                    node.words.extend(words[2:])
-                return
+        class_key: tuple[int, tuple[str, ...]] = (id(siblings), ("class", words[1], "\0"))
+        node = index.get(class_key)
+        if node is None:
+            index[class_key] = Stanza(list(words), number)
+            siblings.append(index[class_key])
+        elif f" {' '.join(words[2:])} " not in f" {' '.join(node.words[2:])} ":
+            node.words.extend(words[2:])
+        return
     if grammar == "interpolate":
         # 'fill-level 30 drop-probability 0' per line, or 'fill-level [ 30 100 ]': one list per keyword.
-        key = None
+        key_word = None
         for word in words:
             if word in ("fill-level", "drop-probability"):
-                key = word
-            elif key is not None:
-                found = next((n for n in siblings if n.words[0] == key), None)
-                if found is None:
-                    found = Stanza([key], number)
-                    siblings.append(found)
-                found.words.append(word)
+                key_word = word
+            elif key_word is not None:
+                _child(index, siblings, [key_word], number).words.append(word)
         return
-    if not any(node.words == words for node in siblings):
-        siblings.append(Stanza(list(words), number))
+    key = (id(siblings), ("\0", *words))
+    if key not in index:
+        index[key] = Stanza(list(words), number)
+        siblings.append(index[key])
 
 
 def merge(into: list[Stanza], more: list[Stanza]) -> None:
     """Graft ``more`` onto ``into``: a stanza with the same words gains the other's children."""
-    for node in more:
-        twin = next((n for n in into if n.words == node.words and (n.children or node.children)), None)
-        if twin is None:
-            into.append(node)
-        else:
-            merge(twin.children, node.children)
+    todo = [(into, more)]
+    while todo:
+        target, extra = todo.pop()
+        by_words = {tuple(n.words): n for n in target if n.children}
+        for node in extra:
+            twin = by_words.get(tuple(node.words)) if node.children else None
+            if twin is None:
+                target.append(node)
+            else:
+                todo.append((twin.children, node.children))
