@@ -150,6 +150,13 @@ def test_config_db_per_namespace_after_cat_prompts() -> None:
         "switch msn-multi2 port asic1/Ethernet-BP0", "switch msn-multi2 port asic1/Ethernet-BP4"}
 
 
+def test_config_db_per_namespace_after_head_style_headings() -> None:
+    lines = (DIALECTS / "sonic-multiasic-cat-config-dbs.json").read_text().splitlines()
+    text = "\n".join(f"==> /etc/sonic/{ln.rsplit('/', 1)[1]} <==" if ln.startswith("admin@") else ln for ln in lines)
+    d = parse_text(text + "\n", source="paste.txt")
+    assert [p.name for p in d.ports][-1] == "asic1/Ethernet-BP4" and d.read is not None and not d.read.warnings
+
+
 def test_voq_keys_are_never_split_as_port_and_queue() -> None:
     d = parse_deployed(DIALECTS / "sonic-voq-linecard-keys.json")
     assert [p.name for p in d.ports] == ["Ethernet0", "Ethernet8"]  # own linecard's keys join the local port
