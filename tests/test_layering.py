@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tensorfabric"
-BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals", "intake"}
+BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals", "intake",
+        "metrics_catalogue"}
 NO_TORCH = {"fabric", "sim", "host", "telemetry", "lab"}
 
 

@@ -1,6 +1,7 @@
 """The simulator's counter stream: Sample records per NIC and switch port, as the monitor reads them.
 
-Names mirror the telemetry catalogue (``tensorfabric.telemetry.metrics``; sim does not import telemetry).
+Names and kinds come from the one catalogue (``tensorfabric.metrics_catalogue``, the base module telemetry reads too;
+sim does not import telemetry).
 For a directed edge u -> v carrying data, v's port *sends* PFC frames (direction ``tx``) and u's port
 *receives* them (``rx``): ``roce_pfc_paused_seconds_total{direction="rx"}`` at u is the time u's egress
 was held; ``{direction="tx"}`` at v the time v asked for it. PAUSE frames count XOFF assertions, XON
@@ -18,6 +19,20 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from tensorfabric.metrics_catalogue import (
+    BYTES,
+    CNP_HANDLED,
+    CNP_SENT,
+    DISCARDS,
+    ECN_MARKED_PACKETS,
+    PFC_PAUSE_FRAMES,
+    PFC_PAUSE_TRANSITIONS,
+    PFC_PAUSED_SECONDS,
+    QUEUE_OCCUPANCY_BYTES,
+    QUEUE_PACKETS,
+    QUEUE_PAUSED,
+    sample,
+)
 from tensorfabric.samples import Sample
 from tensorfabric.sim.network import Network
 from tensorfabric.sim.trace import Trace
@@ -64,33 +79,26 @@ def counter_samples(net: Network, trace: Trace, *, priority: int, mtu: int, loss
             rx, tx = src_lab[e], dst_lab[e]  # u receives PAUSE for edge u->v; v sends it
             pfc_rx = {**rx, "priority": prio, "direction": "rx"}
             pfc_tx = {**tx, "priority": prio, "direction": "tx"}
-            yield Sample(t, "roce_pfc_pause_frames_total", "counter", float(frames[e]), pfc_rx, SOURCE)
-            yield Sample(t, "roce_pfc_pause_frames_total", "counter", float(frames[e]), pfc_tx, SOURCE)
-            yield Sample(t, "roce_pfc_paused_seconds_total", "counter", float(snap["edge_paused_s"][e]), pfc_rx,
-                         SOURCE)
-            yield Sample(t, "roce_pfc_paused_seconds_total", "counter", float(snap["edge_xoff_s"][e]), pfc_tx,
-                         SOURCE)
-            yield Sample(t, "roce_pfc_pause_transitions_total", "counter", float(snap["edge_off"][e]), pfc_rx,
-                         SOURCE)
-            yield Sample(t, "roce_pfc_pause_transitions_total", "counter", float(snap["edge_off"][e]), pfc_tx,
-                         SOURCE)
-            yield Sample(t, "roce_bytes_total", "counter", float(snap["edge_tx"][e]),
-                         {**rx, "priority": prio, "direction": "tx"}, SOURCE)
+            yield sample(t, PFC_PAUSE_FRAMES, float(frames[e]), pfc_rx, SOURCE)
+            yield sample(t, PFC_PAUSE_FRAMES, float(frames[e]), pfc_tx, SOURCE)
+            yield sample(t, PFC_PAUSED_SECONDS, float(snap["edge_paused_s"][e]), pfc_rx, SOURCE)
+            yield sample(t, PFC_PAUSED_SECONDS, float(snap["edge_xoff_s"][e]), pfc_tx, SOURCE)
+            yield sample(t, PFC_PAUSE_TRANSITIONS, float(snap["edge_off"][e]), pfc_rx, SOURCE)
+            yield sample(t, PFC_PAUSE_TRANSITIONS, float(snap["edge_off"][e]), pfc_tx, SOURCE)
+            yield sample(t, BYTES, float(snap["edge_tx"][e]), {**rx, "priority": prio, "direction": "tx"}, SOURCE)
             if net.to_switch[e]:
                 drops = float(np.floor(snap["edge_drops"][e] / mtu))
-                yield Sample(t, "roce_discards_total", "counter", drops,
-                             {**tx, "priority": prio, "direction": "rx", "reason": reason}, SOURCE)
+                yield sample(t, DISCARDS, drops, {**tx, "priority": prio, "direction": "rx", "reason": reason}, SOURCE)
             if from_switch[e]:  # a switch egress queue: ECN marks, occupancy, paused state
                 queue = {**rx, "queue": prio}
-                yield Sample(t, "roce_ecn_marked_packets_total", "counter", float(np.floor(snap["edge_marks"][e])),
+                yield sample(t, ECN_MARKED_PACKETS, float(np.floor(snap["edge_marks"][e])),
                              {**rx, "priority": prio, "queue": prio}, SOURCE)
-                yield Sample(t, "roce_queue_occupancy_bytes", "gauge", float(snap["queue"][e]), queue, SOURCE)
-                yield Sample(t, "roce_queue_packets_total", "counter", float(np.floor(snap["edge_tx"][e] / mtu)),
-                             queue, SOURCE)
-                yield Sample(t, "roce_queue_paused", "gauge", float(snap["paused"][e]), queue, SOURCE)
+                yield sample(t, QUEUE_OCCUPANCY_BYTES, float(snap["queue"][e]), queue, SOURCE)
+                yield sample(t, QUEUE_PACKETS, float(np.floor(snap["edge_tx"][e] / mtu)), queue, SOURCE)
+                yield sample(t, QUEUE_PAUSED, float(snap["paused"][e]), queue, SOURCE)
             else:  # a sending NIC: the reaction point
-                yield Sample(t, "roce_cnp_handled_total", "counter", float(np.floor(cnp_handled[e])), rx, SOURCE)
+                yield sample(t, CNP_HANDLED, float(np.floor(cnp_handled[e])), rx, SOURCE)
             if not net.to_switch[e]:  # a receiving NIC: the notification point
-                yield Sample(t, "roce_ecn_marked_packets_total", "counter", float(np.floor(nic_marked[e])),
-                             {**tx, "priority": prio}, SOURCE)
-                yield Sample(t, "roce_cnp_sent_total", "counter", float(np.floor(cnp_sent[e])), tx, SOURCE)
+                yield sample(t, ECN_MARKED_PACKETS, float(np.floor(nic_marked[e])), {**tx, "priority": prio},
+                             SOURCE)
+                yield sample(t, CNP_SENT, float(np.floor(cnp_sent[e])), tx, SOURCE)
