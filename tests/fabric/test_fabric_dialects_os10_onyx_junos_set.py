@@ -78,6 +78,30 @@ def test_os10_fragment_leaves_references_unknown() -> None:
     assert not {f.rule for f in lint(None, [d]) if f.severity == "error"}
 
 
+def test_os10_transcript_with_a_qos_policy() -> None:
+    text = ("OS10# configure terminal\n"
+            "OS10(config)# class-map type qos match-any ROCE\n"
+            "OS10(config-cmap-qos)# match ip dscp 24-31\n"
+            "OS10(config-cmap-qos)# exit\n"
+            "OS10(config)# class-map type qos match-any CNP\n"
+            "OS10(config-cmap-qos)# match ip dscp 48\n"
+            "OS10(config)# policy-map type qos CLASSIFY\n"
+            "OS10(config-pmap-qos)# class ROCE\n"
+            "OS10(config-pmap-c-qos)# set qos-group 3\n"
+            "OS10(config-pmap-c-qos)# exit\n"
+            "OS10(config-pmap-qos)# class CNP\n"
+            "OS10(config-pmap-c-qos)# set qos-group 6\n"
+            "OS10(config)# interface ethernet 1/1/3\n"
+            "OS10(conf-if-eth1/1/3)# service-policy input type qos CLASSIFY\n"
+            "OS10(conf-if-eth1/1/3)# priority-flow-control mode on\n"
+            "OS10(conf-if-eth1/1/3)# do commit\n")
+    d = parse_text(text, source="pasted.txt")
+    assert d.format == "dell-os10"
+    port = d.port("Ethernet1/1/3")
+    assert port.trust == "dscp" and port.dscp_to_priority == {**dict.fromkeys(range(24, 32), 3), 48: 6}
+    assert port.pfc_priorities is None  # mode on, but the network-qos policy is not in the excerpt
+
+
 def test_os10_trust_map_default_is_the_builtin_table() -> None:
     d = parse_text("system qos\n trust-map dscp default\n!\n", source="x.os10")
     assert d.default_dscp_map and d.dscp_to_priority[26] == 3 and d.dscp_to_priority[48] == 6

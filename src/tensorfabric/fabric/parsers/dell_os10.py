@@ -64,6 +64,21 @@ MARKERS = markers(
 )
 _TRUST: dict[str, Trust] = {"dscp": "dscp", "dot1p": "pcp"}
 _REMARK = re.compile(r"[A-Z*_>]")
+# A prompt the intake leaves on the line ('OS10(conf-if-eth1/1/3)# mtu 9216'): the mode says how deep it sits.
+_PROMPT = re.compile(r"^[A-Za-z][\w.-]{0,62}\((conf(?:ig)?-[\w/.:-]{1,96})\)# ?(.*)$")
+_TOP = frozenset({"interface", "class-map", "policy-map", "trust", "qos-map", "wred", "system", "hostname", "dcbx"})
+
+
+def _unprompted(number: int, text: str) -> tuple[int, str]:
+    match = _PROMPT.match(text[:4096])
+    if match is None:
+        return number, text
+    mode, command = match[1], match[2].strip()
+    if not command or command.split(" ", 1)[0] in ("exit", "end", "do", "show"):
+        return number, ""
+    first = command.split(" ", 1)[0]
+    depth = 0 if first in _TOP else (2 if "-c-" in mode and first != "class" else 1)
+    return number, "  " * depth + command
 
 
 def default_dscp_map() -> dict[int, int]:
@@ -371,7 +386,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     st = _State(r)
     # OS10 statements are lower case; a line that starts with a capital or markup is a remark between them
     # ("Here is the leaf's QoS:"), and read as a statement it would cut the block it sits in.
-    lines = [(n, t) for n, t in config_lines(r) if not _REMARK.match(t)]
+    lines = [(n, t) for n, t in (_unprompted(n, t) for n, t in config_lines(r)) if not _REMARK.match(t)]
     roots = block_tree(lines)
     if len(roots) > 1 and tail_open(lines) and roots[-1].children and roots[-1].words[0] in (
             "class-map", "policy-map", "trust", "qos-map", "wred"):
