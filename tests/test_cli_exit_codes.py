@@ -224,7 +224,9 @@ def shown(row: Row) -> str:
 
 def readme_table() -> str:
     lines = ["| command | exit | why |", "|---|---|---|"]
-    lines += [f"| `tensorfabric {shown(r)}` | {r.code} | {r.why} |" for r in ROWS]
+    # A row's variables are part of the command a reader copies: without them it exits differently.
+    lines += [f"| `{''.join(f'{k}={v} ' for k, v in r.env.items())}tensorfabric {shown(r)}` | {r.code} | {r.why} |"
+              for r in ROWS]
     return "\n".join(lines)
 
 
