@@ -21,21 +21,34 @@ binary built without ``MPI=1`` interleaved).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tensorfabric.errors import InputError
-from tensorfabric.host.nccl_tests_rows import Header, Placement, SizeResult, parse_header, parse_row, row_start
-from tensorfabric.host.records import HostInventory
+from tensorfabric.host.nccl_tests_rate import (
+    LineRate,
+    fraction_of_line_rate,
+    line_rate_flag,
+    parse_line_rate,
+    report_dict,
+    resolve_line_rate,
+    summary_line,
+)
+from tensorfabric.host.nccl_tests_rows import (
+    Header,
+    Placement,
+    SizeResult,
+    decode_nccl_code,
+    name_collective,
+    parse_header,
+    parse_row,
+    row_start,
+)
 from tensorfabric.intake import Line, ReadReport, Tally, normalise
-from tensorfabric.units import format_rate, format_size, parse_rate
 
 __all__ = ["BANDWIDTH_BOUND_BYTES", "LINE_RATE_FLOOR", "RING_COLLECTIVES", "LineRate", "NcclTestsReport", "PerfTable",
            "Placement", "SizeResult", "fraction_of_line_rate", "line_rate_flag", "parse_line_rate", "parse_nccl_tests",
            "report_dict", "resolve_line_rate", "summary_line"]
 
-BITS_PER_GB = 8e9
 """nccl-tests prints GB/s with GB = 1e9 bytes (``baseBw = bytes / 1.0E9 / sec``); line rates are bits per second."""
 BANDWIDTH_BOUND_BYTES = 1 << 30
 """Below 1 GiB per operation latency and protocol switches (LL/LL128/Simple) still shape busbw; at and above it a
@@ -68,8 +81,6 @@ _AVG = re.compile(r"#? *Avg bus bandwidth *: *([0-9][0-9.eE+-]{0,30}|nan|-?inf) 
 _KNOWN_COMMENTS = ("Using devices", "Blocking Enabled", "Parallel Init Enabled", "Per-Iteration Report",
                    "Errors with asterisks", "Testing ", "GPU memory usage", "Writing JSON",
                    "skipping json", "error:", "Initializing", "Setting up")
-_COLLECTIVE_NAMES = ("all_reduce", "all_gather", "reduce_scatter", "alltoallv", "alltoall", "broadcast", "reduce",
-                     "sendrecv", "gather", "scatter", "hypercube")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +203,7 @@ class _Table:
         self.last[row.key] = row.size
 
     def freeze(self) -> PerfTable:
-        collective, named = _collective(self.test, self.rows)
+        collective, named = name_collective(self.test, self.rows)
         avg, check = self.avg if self.avg else (None, None)
         return PerfTable(tuple(self.rows), self.test, collective, named, self.ranks or None, self.hosts, avg, check,
                          self.oob, self.origin, self.first_line, self.sweep)
@@ -377,7 +388,7 @@ class _Reader:
         elif (m := _VERSION.match(text) or _RCCL_VERSION.match(text)) is not None:
             self.version = self.version or m[1].rstrip(",")
             code = _NCCL_CODE.search(text)
-            self.nccl_version = self.nccl_version or (_decode_nccl_code(code[1]) if code else None)
+            self.nccl_version = self.nccl_version or (decode_nccl_code(code[1]) if code else None)
         elif (m := _NCCL_VERSION.search(text)) is not None and "NCCL INFO" not in text[:60]:
             self.nccl_version = self.nccl_version or m[1]
         elif not text.lstrip("#").lstrip().startswith(_KNOWN_COMMENTS) and not _units_line(text):
@@ -429,128 +440,3 @@ def _leftover(text: str) -> str | None:
 def _units_line(text: str) -> bool:
     words = text.lstrip("#").split()
     return words[:2] == ["(B)", "(elements)"]
-
-
-def _decode_nccl_code(code: str) -> str:
-    # NCCL_VERSION_CODE: major*1000 + minor*100 + patch before 2.9, major*10000 + minor*100 + patch since
-    value = int(code)
-    if value >= 20900:
-        return f"{value // 10000}.{value // 100 % 100}.{value % 100}"
-    return f"{value // 1000}.{value // 100 % 10}.{value % 100}"
-
-
-def _collective(test: str, rows: Iterable[SizeResult]) -> tuple[str, bool]:
-    name = test.removesuffix("_mpi").removesuffix("_perf")
-    if name in _COLLECTIVE_NAMES:
-        return name, True
-    return _infer(tuple(rows)), False
-
-
-def _infer(rows: tuple[SizeResult, ...]) -> str:
-    """The collective from the row labels and busbw/algbw, the factor nccl-tests applies (doc/PERFORMANCE.md):
-    all_reduce 2(n-1)/n (>= 1), reduce_scatter/all_gather/alltoall (n-1)/n (< 1), broadcast/reduce/sendrecv 1."""
-    measured = [p for r in rows for p in (r.out_of_place, r.in_place) if p is not None and p.algbw > 0 and p.busbw > 0]
-    if not rows or not measured:
-        return ""
-    widest = max(measured, key=lambda p: p.algbw)
-    ratio = widest.busbw / widest.algbw
-    first = rows[0]
-    reduces = first.redop not in ("", "none")
-    if first.root is not None and first.root >= 0:
-        return "reduce" if reduces else "broadcast"
-    if reduces:
-        return "reduce_scatter" if ratio < 0.99 else "all_reduce"
-    return "sendrecv" if ratio >= 0.99 else ""
-
-
-@dataclass(frozen=True, slots=True)
-class LineRate:
-    """The network rate per node that busbw is compared with."""
-
-    bps: float
-    source: str
-    """``--line-rate 8x400G`` or ``sysfs: mlx5_0:1 400 Gb/sec + ...``."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bps": self.bps, "text": format_rate(self.bps), "source": self.source}
-
-
-_TIMES = re.compile(r"\s*(\d{1,4})\s*[x*×]\s*(\S.*)")
-_SYSFS_RATE = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?) Gb/sec")
-
-
-def parse_line_rate(text: str) -> float:
-    """``400G``, ``100gbit``, ``8x400G`` (eight NICs a node): bits per second; InputError otherwise."""
-    match = _TIMES.fullmatch(text)
-    if match is None:
-        return parse_rate(text, what="line rate")
-    count = int(match[1])
-    if count < 1:
-        raise InputError(f"line rate: {text!r} must count at least one NIC, e.g. '8x400G'")
-    return count * parse_rate(match[2], what="line rate")
-
-
-def port_rate_bps(rate: str) -> float | None:
-    """``400 Gb/sec (4X NDR)`` (sysfs ``ports/N/rate``) in bits per second."""
-    match = _SYSFS_RATE.match(rate)
-    return float(match[1]) * 1e9 if match else None
-
-
-def line_rate_flag(text: str) -> LineRate:
-    """``--line-rate TEXT`` as a :class:`LineRate`; InputError naming the accepted forms."""
-    return LineRate(parse_line_rate(text), f"--line-rate {text}")
-
-
-def resolve_line_rate(inventory: HostInventory | None, given: LineRate | None) -> LineRate | None:
-    """``--line-rate`` when given, else the sum of this host's active RoCE ports (a ring collective spreads over
-    one NIC per GPU), else None."""
-    if given is not None or inventory is None:
-        return given
-    found = [(p.name, bps) for p in inventory.roce_ports if p.active and (bps := port_rate_bps(p.rate))]
-    if not found:
-        return None
-    return LineRate(sum(b for _, b in found), "sysfs: " + " + ".join(f"{n} {format_rate(b)}" for n, b in found))
-
-
-def report_dict(report: NcclTestsReport, line_rate: LineRate | None) -> dict[str, Any]:
-    """``--json`` key ``nccl_tests``: the report, the line rate used and each table's fraction of it."""
-    out = report.to_dict()
-    out["line_rate"] = line_rate.to_dict() if line_rate else None
-    for table, data in zip(report.tables, out["tables"], strict=True):
-        fraction = fraction_of_line_rate(table, line_rate)
-        data["fraction_of_line_rate"] = round(fraction, 4) if fraction is not None else None
-    return out
-
-
-def fraction_of_line_rate(table: PerfTable, line_rate: LineRate | None) -> float | None:
-    busbw = table.busbw_at_largest
-    if line_rate is None or busbw is None:
-        return None
-    return busbw * BITS_PER_GB / line_rate.bps
-
-
-def summary_line(table: PerfTable, line_rate: LineRate | None) -> str:
-    """One line per table for people: ``all_reduce_perf (16 ranks, 2 hosts): busbw 371.95 GB/s at 8GiB ...``."""
-    who = ", ".join(x for x in (f"{table.ranks} rank{'s' if table.ranks > 1 else ''}" if table.ranks else "",
-                                f"{len(table.hosts)} hosts" if len(table.hosts) > 1 else
-                                (table.hosts[0] if table.hosts else "")) if x)
-    who = "; ".join(x for x in (who, f"from {table.origin}" if table.origin else "") if x)
-    head = f"nccl-tests {table.title}" + (f" ({who})" if who else "")
-    largest, busbw = table.largest_size, table.busbw_at_largest
-    if largest is None or busbw is None:
-        avg = f"avg bus bandwidth {table.avg_busbw:g} GB/s" if table.avg_busbw is not None else "no result rows"
-        return f"{head}: {avg}"
-    parts = [f"busbw {busbw:.2f} GB/s at {format_size(largest)}"]
-    fraction = fraction_of_line_rate(table, line_rate)
-    if table.scope in ("single-node", "single-rank"):
-        parts[0] += " (one node: not the network)" if table.scope == "single-node" else " (one rank)"
-    elif fraction is not None and line_rate is not None:
-        parts[0] += f" = {fraction:.2f} of {format_rate(line_rate.bps)}"
-    peak = table.peak
-    if peak is not None and peak.size != largest:
-        parts.append(f"peak {peak.busbw:.2f} GB/s at {format_size(peak.size)}")
-    if table.avg_busbw is not None:
-        parts.append(f"avg {table.avg_busbw:g} GB/s")
-    wrong = table.wrong_rows
-    parts.append(f"#wrong at {', '.join(format_size(r.size) for r in wrong)}" if wrong else "no wrong results")
-    return f"{head}: {'; '.join(parts)}"

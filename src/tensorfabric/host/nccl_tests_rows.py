@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tensorfabric.intake import Line
 
-__all__ = ["Header", "Placement", "SizeResult", "parse_header", "parse_row", "row_start"]
+__all__ = ["Header", "Placement", "SizeResult", "decode_nccl_code", "name_collective", "parse_header", "parse_row",
+           "row_start"]
 
 _ROW_START = re.compile(r"\d{1,20}[ \t]+\d{1,20}(?:[ \t]|$)")
 _NUMBER = re.compile(r"-?(?:\d{1,30}(?:\.\d{0,30})?|\.\d{1,30})(?:[eE][+-]?\d{1,4})?")
@@ -210,3 +212,40 @@ def _wrong(token: str, kind: str | None) -> tuple[int | None, float | None]:
     if kind == "deviation":
         return None, value
     return int(value), None
+
+
+_COLLECTIVE_NAMES = ("all_reduce", "all_gather", "reduce_scatter", "alltoallv", "alltoall", "broadcast", "reduce",
+                     "sendrecv", "gather", "scatter", "hypercube")
+
+
+def decode_nccl_code(code: str) -> str:
+    # NCCL_VERSION_CODE: major*1000 + minor*100 + patch before 2.9, major*10000 + minor*100 + patch since
+    value = int(code)
+    if value >= 20900:
+        return f"{value // 10000}.{value // 100 % 100}.{value % 100}"
+    return f"{value // 1000}.{value // 100 % 10}.{value % 100}"
+
+
+def name_collective(test: str, rows: Iterable[SizeResult]) -> tuple[str, bool]:
+    """The collective a table measured: from the binary's name where it has one, else inferred from its rows."""
+    name = test.removesuffix("_mpi").removesuffix("_perf")
+    if name in _COLLECTIVE_NAMES:
+        return name, True
+    return _infer(tuple(rows)), False
+
+
+def _infer(rows: tuple[SizeResult, ...]) -> str:
+    """The collective from the row labels and busbw/algbw, the factor nccl-tests applies (doc/PERFORMANCE.md):
+    all_reduce 2(n-1)/n (>= 1), reduce_scatter/all_gather/alltoall (n-1)/n (< 1), broadcast/reduce/sendrecv 1."""
+    measured = [p for r in rows for p in (r.out_of_place, r.in_place) if p is not None and p.algbw > 0 and p.busbw > 0]
+    if not rows or not measured:
+        return ""
+    widest = max(measured, key=lambda p: p.algbw)
+    ratio = widest.busbw / widest.algbw
+    first = rows[0]
+    reduces = first.redop not in ("", "none")
+    if first.root is not None and first.root >= 0:
+        return "reduce" if reduces else "broadcast"
+    if reduces:
+        return "reduce_scatter" if ratio < 0.99 else "all_reduce"
+    return "sendrecv" if ratio >= 0.99 else ""

@@ -92,19 +92,7 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
         graph.host(stuck)
     edges = tuple(graph.edges)
     n_e = len(edges)
-    # Per-edge constants depend only on (rate, cable length): computed once per kind of cable (speed: a k=8
-    # fat tree has 768 edges but two kinds), then spread over the edges.
-    kind_id: dict[tuple[float, float], int] = {}
-    ids = np.array([kind_id.setdefault((e.rate_bps, e.cable_m), len(kind_id)) for e in edges], dtype=np.int64)
-    table = np.zeros((len(kind_id), 5))  # rate, cable, headroom, pause steps, data steps
-    for (rate_bps, cable_m), i in kind_id.items():
-        cfg.check_rate(rate_bps)
-        p = cable_m * PROPAGATION_S_PER_M
-        response = response_delay_s(rate_bps) if cfg.pfc.response_s is None else cfg.pfc.response_s
-        table[i] = (rate_bps, cable_m,
-                    required_headroom_bytes(rate_bps, cable_m, cfg.mtu, cfg.step_s, cfg.pfc.response_s),
-                    _steps(p + response, cfg.step_s), _steps(p, cfg.step_s))
-    rates, cables, by_kind = table[ids, 0], table[ids, 1], table[ids, 2:]
+    rates, cables, by_kind = _edge_constants(edges, cfg)
     payload_fraction = cfg.mtu / (cfg.mtu + cfg.header_bytes)
     cap = rates / 8 * payload_fraction
     prop = cables * PROPAGATION_S_PER_M
@@ -120,13 +108,64 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
     pause_steps = by_kind[:, 1].astype(np.int64)
     forced = np.array([e.dst in cfg.stuck_nics for e in edges]) if cfg.stuck_nics else np.zeros(n_e, dtype=bool)
     data_steps = by_kind[:, 2].astype(np.int64)
+    paths = _routes(graph, flows, cfg)
+    sf, se, si, first, last_a = _segments(paths)
+    is_last = np.zeros(sf.shape[0], dtype=bool)
+    is_last[last_a] = True
+    fwd_from = np.flatnonzero(~is_last)
+    inject = data_steps[np.array([p[0] for p in paths])]
+    ack_edge, ack_flow, ack_delay = _acks(graph, edges, paths, prop, cfg)
+    return Network(
+        fabric=fabric, edges=edges, flows=tuple(flows), paths=tuple(paths), cap_bytes_s=cap, to_switch=to_switch,
+        limit_bytes=limit, headroom_bytes=headroom, pause_steps=pause_steps, forced_pause=forced,
+        ingress_switch=ingress_switch, n_switches=len(switches),
+        seg_flow=sf, seg_edge=se, seg_in=si, seg_switch=ingress_switch[si],
+        first_seg=first, last_seg=last_a,
+        fwd_from=fwd_from, fwd_to=fwd_from + 1, fwd_steps=data_steps[se[fwd_from]],
+        inject_steps=inject,
+        src_nic_edge=np.array([p[0] for p in paths], dtype=np.int64),
+        dst_nic_edge=np.array([p[-1] for p in paths], dtype=np.int64),
+        path_prop_s=np.array([prop[list(p)].sum() for p in paths]),
+        size=np.array([f.size_bytes for f in flows], dtype=np.float64),
+        start_s=np.array([f.start_s for f in flows], dtype=np.float64),
+        stage=np.array([f.stage for f in flows], dtype=np.int64), gap_s=np.array([f.gap_s for f in flows]),
+        line_bps=np.array([edges[p[0]].rate_bps for p in paths]),
+        delay_depth=int(max(data_steps.max(), inject.max())) + 1,
+        payload_fraction=payload_fraction,
+        ack_edge=ack_edge, ack_flow=ack_flow, ack_delay_s=ack_delay,
+    )
 
+
+def _edge_constants(edges: tuple[DirectedEdge, ...], cfg: SimConfig) -> tuple[F64, F64, F64]:
+    """Per edge: rate, cable length, and (headroom, pause steps, data steps) as columns."""
+    # Per-edge constants depend only on (rate, cable length): computed once per kind of cable (speed: a k=8
+    # fat tree has 768 edges but two kinds), then spread over the edges.
+    kind_id: dict[tuple[float, float], int] = {}
+    ids = np.array([kind_id.setdefault((e.rate_bps, e.cable_m), len(kind_id)) for e in edges], dtype=np.int64)
+    table = np.zeros((len(kind_id), 5))  # rate, cable, headroom, pause steps, data steps
+    for (rate_bps, cable_m), i in kind_id.items():
+        cfg.check_rate(rate_bps)
+        p = cable_m * PROPAGATION_S_PER_M
+        response = response_delay_s(rate_bps) if cfg.pfc.response_s is None else cfg.pfc.response_s
+        table[i] = (rate_bps, cable_m,
+                    required_headroom_bytes(rate_bps, cable_m, cfg.mtu, cfg.step_s, cfg.pfc.response_s),
+                    _steps(p + response, cfg.step_s), _steps(p, cfg.step_s))
+    return table[ids, 0], table[ids, 1], table[ids, 2:]
+
+
+def _routes(graph: Graph, flows: list[Flow], cfg: SimConfig) -> list[tuple[int, ...]]:
     paths: list[tuple[int, ...]] = []
     for i, flow in enumerate(flows):
         route = graph.explicit(i, flow.path) if flow.path else graph.route(i, flow.src, flow.dst, cfg.seed)
         if flow.path and (flow.path[0] != flow.src or flow.path[-1] != flow.dst):
             raise InputError(f"flow {i}: explicit path {list(flow.path)} must run from {flow.src} to {flow.dst}")
         paths.append(tuple(route))
+    return paths
+
+
+def _segments(paths: list[tuple[int, ...]]) -> tuple[I64, I64, I64, I64, I64]:
+    """One segment per flow and hop after the first: its flow, its edge, the edge it came in on; each flow's first
+    and last segment (a flow's segments are consecutive)."""
     seg_flow: list[int] = []
     seg_edge: list[int] = []
     seg_in: list[int] = []
@@ -139,12 +178,13 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
             seg_edge.append(path[h])
             seg_in.append(path[h - 1])
         last.append(len(seg_flow) - 1)
-    sf, se, si = (np.array(x, dtype=np.int64) for x in (seg_flow, seg_edge, seg_in))
-    last_a = np.array(last, dtype=np.int64)
-    is_last = np.zeros(sf.shape[0], dtype=bool)
-    is_last[last_a] = True
-    fwd_from = np.flatnonzero(~is_last)
-    inject = data_steps[np.array([p[0] for p in paths])]
+    sf, se, si, fi, la = (np.array(x, dtype=np.int64) for x in (seg_flow, seg_edge, seg_in, first, last))
+    return sf, se, si, fi, la
+
+
+def _acks(graph: Graph, edges: tuple[DirectedEdge, ...], paths: list[tuple[int, ...]], prop: F64,
+          cfg: SimConfig) -> tuple[I64, I64, F64]:
+    """The reverse edges each flow's ACKs ride, and each flow's ACK delay."""
     ack_edge: list[int] = []
     ack_flow: list[int] = []
     ack_delay = np.zeros(len(paths))
@@ -156,23 +196,4 @@ def compile_network(fabric: Fabric, flows: list[Flow], cfg: SimConfig) -> Networ
                     ack_edge.append(back)
                     ack_flow.append(f)
                     ack_delay[f] += prop[back] + cfg.ack_bytes * 8 / edges[back].rate_bps
-    return Network(
-        fabric=fabric, edges=edges, flows=tuple(flows), paths=tuple(paths), cap_bytes_s=cap, to_switch=to_switch,
-        limit_bytes=limit, headroom_bytes=headroom, pause_steps=pause_steps, forced_pause=forced,
-        ingress_switch=ingress_switch, n_switches=len(switches),
-        seg_flow=sf, seg_edge=se, seg_in=si, seg_switch=ingress_switch[si],
-        first_seg=np.array(first, dtype=np.int64), last_seg=last_a,
-        fwd_from=fwd_from, fwd_to=fwd_from + 1, fwd_steps=data_steps[se[fwd_from]],
-        inject_steps=inject,
-        src_nic_edge=np.array([p[0] for p in paths], dtype=np.int64),
-        dst_nic_edge=np.array([p[-1] for p in paths], dtype=np.int64),
-        path_prop_s=np.array([prop[list(p)].sum() for p in paths]),
-        size=np.array([f.size_bytes for f in flows], dtype=np.float64),
-        start_s=np.array([f.start_s for f in flows], dtype=np.float64),
-        stage=np.array([f.stage for f in flows], dtype=np.int64), gap_s=np.array([f.gap_s for f in flows]),
-        line_bps=np.array([edges[p[0]].rate_bps for p in paths]),
-        delay_depth=int(max(data_steps.max(), inject.max())) + 1,
-        payload_fraction=payload_fraction,
-        ack_edge=np.array(ack_edge, dtype=np.int64), ack_flow=np.array(ack_flow, dtype=np.int64),
-        ack_delay_s=ack_delay,
-    )
+    return np.array(ack_edge, dtype=np.int64), np.array(ack_flow, dtype=np.int64), ack_delay
