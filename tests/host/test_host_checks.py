@@ -87,7 +87,7 @@ def test_gid_index_env_pointing_at_bad_gid(index: str, problem: str) -> None:
     assert findings and all(f.severity == "error" and problem in f.message for f in findings)
 
 
-def test_gid_index_env_valid_is_info_only() -> None:
+def test_gid_index_env_valid_is_the_pinned_warning_only() -> None:
     root = SYSFS / "mlx5-roce"
     assert _rules(_doctor(root, {**_good_env(root), "NCCL_IB_GID_INDEX": "3"})) == {"nccl.gid-index-pinned": "warning"}
 
