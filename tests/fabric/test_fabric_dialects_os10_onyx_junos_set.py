@@ -38,6 +38,10 @@ FIRES = {
     "junos-set-qfx5240-roce.junos": set(),
     "junos-set-lossy-no-ecn.junos": {"roce.dscp-not-lossless", "ecn.disabled"},
     "junos-set-edit-banner-cnp-weighted.junos": {"cnp.weighted"},
+    "os10-dscp-twice-three-lossless.os10": {"dscp.conflict", "pfc.too-many-lossless", "ecn.thresholds",
+                                            "cnp.not-strict"},
+    "onyx-cnp-not-strict-ecn-inverted.onyx": {"cnp.not-strict", "ecn.thresholds", "pfc.too-many-lossless"},
+    "junos-set-cnp-best-effort-ecn-inverted.junos": {"cnp.no-class", "ecn.thresholds"},
 }
 
 
