@@ -38,10 +38,12 @@ def test_values_are_cut_where_nccl_cuts_them() -> None:
 
 
 def test_shell_env_unquotes_and_the_last_wins() -> None:
-    text = "export NCCL_IB_HCA='=mlx5_0:1'\nNCCL_IB_TC=104 # DSCP 26\nNCCL_IB_TC=106\nNCCL_NET=a b\n"
+    text = ("export NCCL_IB_HCA='=mlx5_0:1'\nNCCL_IB_TC=104 # DSCP 26\nNCCL_IB_TC=106\nNCCL_NET=a b\n"
+            "export NCCL_IB_GID_INDEX=${NCCL_IB_GID_INDEX:-3}\nexport NCCL_NET='$literal'\n")
     env = read_env_file(enumerate(text.split("\n"), 1), "shell")
-    assert dict(env.values) == {"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_IB_TC": "106"}
-    assert [a.line for a in env.assignments if a.problem] == [4]
+    assert dict(env.values) == {"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_IB_TC": "106", "NCCL_NET": "$literal"}
+    assert [a.line for a in env.assignments if a.problem] == [4, 5]
+    assert "shell expansion" in env.assignments[4].problem
 
 
 @pytest.mark.parametrize(("text", "env", "warned"), [

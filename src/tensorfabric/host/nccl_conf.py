@@ -98,6 +98,10 @@ def _shell(text: str, number: int) -> Assignment | None:
     if match is None:
         return None
     name, raw = match.groups()
+    if "$" in raw and not (raw.startswith("'") and raw.endswith("'")):
+        # ${NCCL_IB_GID_INDEX:-3}, $(ls ...): the value is whatever the shell makes of it where the file is sourced
+        return Assignment(number, name, raw, f"value of {name} is a shell expansion ({raw}); it is not judged",
+                          effective=False)
     try:
         words = shlex.split(raw, comments=True) if raw else [""]
     except ValueError as exc:
