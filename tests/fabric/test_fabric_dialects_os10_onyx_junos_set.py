@@ -223,3 +223,14 @@ def test_the_verdict_survives_how_the_config_was_pasted(index: int, mutate: Call
     want = parse_text(text, source=name, device="dut")
     assert record.format == want.format
     assert {(f.rule, f.subject) for f in lint(None, [record])} == {(f.rule, f.subject) for f in lint(None, [want])}
+
+
+@pytest.mark.parametrize(("name", "rule", "fix"), [
+    ("onyx-trust-l2-routed.onyx", "ecn.disabled", "traffic-class 3 congestion-control ecn minimum-absolute"),
+    ("onyx-cnp-not-strict-ecn-inverted.onyx", "cnp.not-strict", "traffic-class 6 dcb ets strict"),
+    ("os10-s4148-dot1p-routed.os10", "ecn.disabled", "random-detect color green minimum-threshold"),
+    ("os10-dscp-twice-three-lossless.os10", "cnp.not-strict", "priority (and no bandwidth percent)"),
+])
+def test_fixes_are_written_in_the_dialect(name: str, rule: str, fix: str) -> None:
+    found = [f for f in lint(None, [parse_deployed(DIALECTS / name)]) if f.rule == rule]
+    assert found and all(fix in f.fix for f in found), [f.fix for f in found]

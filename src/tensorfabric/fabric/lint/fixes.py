@@ -41,6 +41,11 @@ def ecn_on_queue(fmt: str, queue: int) -> str:
                             f"ecn_red.ecn_red_group.min_threshold_bytes = {_KMIN}; "
                             f"ecn_red.ecn_red_group.max_threshold_bytes = {_KMAX}",
         "junos": f"set class-of-service schedulers <scheduler of queue {q}> explicit-congestion-notification",
+        "dell-os10": f"wred ROCE_ECN / random-detect color green minimum-threshold {_KMIN // 1000} maximum-threshold "
+                     f"{_KMAX // 1000} drop-probability {_PMAX:g} / random-detect ecn; then policy-map type queuing "
+                     f"<policy> / class <class-map type queuing with match queue {q}> / random-detect ROCE_ECN",
+        "onyx": f"interface ethernet <port> traffic-class {q} congestion-control ecn minimum-absolute "
+                f"{_KMIN // 1000} maximum-absolute {_KMAX // 1000}",
     }, f"enable ECN on queue {q} (Kmin {_KMIN} B, Kmax {_KMAX} B, Pmax {_PMAX:g} %)")
 
 
@@ -56,6 +61,9 @@ def strict_queue(fmt: str, queue: int) -> str:
         "nvue-show": f"nv set qos egress-scheduler default-global traffic-class {q} mode strict",
         "cumulus-datapath": "priority_group.<group of the CNP class>.weight = 0 (strict)",
         "junos": "set class-of-service schedulers <CNP scheduler> priority strict-high",
+        "dell-os10": f"policy-map type queuing <policy> / class <class-map type queuing with match queue {q}> / "
+                     "priority (and no bandwidth percent)",
+        "onyx": f"interface ethernet <port> traffic-class {q} dcb ets strict",
     }, f"schedule queue {q} strict priority")
 
 
@@ -78,6 +86,7 @@ def watchdog(fmt: str) -> str:
         "cumulus-datapath": "pfc_watchdog.port_group_list = [pfc_wd_port_group]; "
                             "pfc_watchdog.pfc_wd_port_group.port_set = <ports> (qos_features.conf)",
         "junos": "set class-of-service congestion-notification-profile <cnp> pfc-watchdog (watchdog-action drop)",
+        "onyx": "interface ethernet <port> pfc-wd",
     }, f"configure the PFC watchdog ({roce.PFCWD_ACTION}, {_DET} ms detection / {_RES} ms restoration, "
        f"{_POLL} ms poll)")
 
@@ -101,6 +110,8 @@ def mtu(fmt: str, port: str, value: int) -> str:
         "nvue-show": f"nv set interface {port} link mtu {value}",
         "cumulus-datapath": f"mtu {value} under iface {port} in /etc/network/interfaces",
         "junos": f"set interfaces {port} mtu {value}",
+        "dell-os10": f"interface {port} / mtu {value}",
+        "onyx": f"interface ethernet {port.removeprefix('Ethernet')} mtu {value} force",
         "host-script": f"ip link set {port} mtu {value}",
         "mlnx_qos": f"ip link set {port} mtu {value}",
     }, f"set MTU {value} on {port}")
@@ -119,6 +130,7 @@ def dscp_map(fmt: str, dscp: int, priority: int) -> str:
         "cumulus-datapath": f"traffic.cos_{p}.priority_source.dscp = [{d}]",
         "junos": f"set class-of-service classifiers dscp <classifier> forwarding-class <class of priority {p}> "
                  f"loss-priority low code-points {d:06b}",
+        "dell-os10": f"trust dscp-map <map> / qos-group {p} dscp {d} (applied by system qos / trust-map dscp <map>)",
         "host-script": f"mlnx_qos -i <netdev> --dscp2prio set,{d},{p}",
         "mlnx_qos": f"mlnx_qos -i <netdev> --dscp2prio set,{d},{p}",
     }, f"map DSCP {d} to priority {p}")
