@@ -47,3 +47,34 @@ def test_the_bar_is_drawn_only_when_stderr_is_a_terminal(gguf: Path, tmp_path: P
     captured = capsys.readouterr()
     assert "importing tiny test model" in captured.err
     assert captured.out.startswith("{")  # --json on stdout stays clean
+
+
+def test_the_first_run_import_of_the_default_model_draws_the_bar(gguf: Path, tmp_path: Path) -> None:
+    """`run` without --model imports the packaged GGUF into the cache once; that import advances the same bar."""
+    import importlib.util
+    import shutil
+    from types import SimpleNamespace
+    from typing import Any
+
+    from tensorfabric.inference.default import GGUF_NAME, PACKAGE, default_model
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    shutil.copy(gguf, package / GGUF_NAME)
+
+    def find_spec(name: str) -> Any:
+        return SimpleNamespace(submodule_search_locations=[str(package)]) if name == PACKAGE else \
+            importlib.util.find_spec(name)
+
+    bars: list[tuple[str, int]] = []
+    steps: list[float] = []
+
+    def start(description: str, total: int) -> Callable[[float], None]:
+        bars.append((description, total))
+        return steps.append
+
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    chosen = default_model(environ, find_spec=find_spec, progress=start)
+    assert chosen.real and bars == [("importing tiny test model", len(steps))] and steps
+    default_model(environ, find_spec=find_spec, progress=start)  # cached: no second import, no second bar
+    assert len(bars) == 1
