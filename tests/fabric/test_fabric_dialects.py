@@ -95,6 +95,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "nvue-startup-dscp-moved.yaml": ("nvue-yaml", {"roce.dscp-not-lossless"}),
     "nvue-config-show-roce.json": ("nvue-yaml", set()),
     "nvue-config-show-lossy-mode.json": ("nvue-yaml", {"roce.dscp-not-lossless"}),
+    # nv set qos traffic-pool roce-lossy switch-priority 3: RoCE's PFC priority in a lossy buffer pool
+    "cumulus-5x-roce-pool-lossy.nvue": ("nvue", {"roce.lossy-pool"}),
     # Dell Enterprise SONiC CLI
     "dell-z9664-roce.dellsonic": ("dell-sonic", set()),
     "dell-fragment-maps.dellsonic": ("dell-sonic", set()),

@@ -230,6 +230,17 @@ def test_explicit_lines_win_over_the_roce_macro_in_any_order() -> None:
         assert d.ecn is not None and d.ecn[3].kmin_bytes == 200000
 
 
+def test_traffic_pools_mark_their_switch_priorities_lossy() -> None:
+    d = parse_deployed(DIALECTS / "cumulus-5x-roce-pool-lossy.nvue")
+    assert d.port("swp9").lossy_pgs == frozenset({3}) and d.port("swp9").pfc_priorities == frozenset({3})
+    assert {f.rule for f in lint(None, [d])} == {"roce.lossy-pool"}
+    # A later line moves the priority to another pool: one pool per priority, the last line wins.
+    moved = parse_text("nv set qos roce\nnv set qos traffic-pool roce-lossy switch-priority 3\n"
+                       "nv set qos traffic-pool roce-lossless switch-priority 3\nnv set interface swp1 link mtu 9216\n",
+                       source="x.nvue")
+    assert moved.port("swp1").lossy_pgs == frozenset()
+
+
 def test_no_false_cnp_no_class_on_explicit_nvue_dscp_lines() -> None:
     # Only RoCE's DSCP mapped: CNPs on 48 keep the platform's class (6), they are not "in no class".
     d = parse_text("nv set qos mapping default-global dscp 26 switch-priority 3\n"

@@ -98,6 +98,8 @@ class _State:
     roce_mode: str | None = None
     explicit_pfc: bool = False
     dwrr: set[int] = field(default_factory=set)
+    pools: dict[str, set[int]] = field(default_factory=dict)
+    """``qos traffic-pool NAME switch-priority LIST``: which switch priorities each buffer pool holds."""
     trust: Trust | None = None
     dscp: dict[int, int] = field(default_factory=dict)
     queue: dict[int, int] = field(default_factory=dict)
@@ -227,6 +229,14 @@ def _apply(args: list[str], where: Where, st: _State) -> bool:
             (st.dwrr.difference_update if mode == "strict" else st.dwrr.update)(tcs)
         elif args[5:6] == ["bw-percent"]:
             st.weights.update(dict.fromkeys(tcs, num(6, "bw-percent", hi=100)))
+    elif args[:2] == ["qos", "traffic-pool"] and len(args) >= 4:
+        if args[3:4] == ["switch-priority"]:
+            prios = parse_priorities(arg(4, "switch-priority"), where, what="traffic-pool switch-priority")
+            for pool in st.pools.values():
+                pool.difference_update(prios)  # a switch priority sits in one pool: the last line moves it
+            st.pools.setdefault(args[2], set()).update(prios)
+        elif args[3:4] != ["memory-percent"]:
+            return False
     elif args[:2] == ["qos", "pfc-watchdog"]:
         st.wd_seen = True
         if args[2:3] == ["polling-interval"]:
@@ -309,6 +319,9 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
     detect = poll * (st.wd_robust or 3) if poll is not None else None
     enabled = Watchdog(True, detection_ms=detect, restoration_ms=detect, action="drop", polling_ms=poll)
     default_pfc = pfc_of(None)
+    # A priority in a pool named lossy (NVIDIA's default-lossy, roce-lossy) gets no lossless headroom.
+    lossy = frozenset(p for name, prios in st.pools.items() if "lossy" in name and "lossless" not in name
+                      for p in prios) if st.pools else None
     ports = []
     for name, p in st.ports.items():
         pfc = pfc_of(p.pfc_profile) if p.pfc_profile else None
@@ -319,6 +332,7 @@ def _build(st: _State, source: str, device: str | None) -> Deployed:
             headroom=room(pfc) if pfc else None,
             ecn=ecn_of(p.ecn_profile) if p.ecn_profile else None,
             watchdog=None if p.watchdog is None else (enabled if p.watchdog else Watchdog(False, polling_ms=poll)),
+            lossy_pgs=lossy,
         ))
     return Deployed(
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
