@@ -5,6 +5,7 @@ scratch in the temporary directory or /dev/shm (each test has a private TMPDIR, 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,3 +68,136 @@ def test_monitor_exits_with_the_signal_status(tmp_path: Path, serve: bool, signu
     assert "Traceback" not in err
     if serve:
         assert not _metrics_up(port)
+
+
+# -- killed launchers: nothing in the temporary directory or /dev/shm ------------------------------------------------
+
+def _private_shm_skip() -> str:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return "a private /dev/shm (unshare --mount, bind mount) needs root"
+    return ""
+
+
+needs_private_shm = pytest.mark.skipif(bool(_private_shm_skip()), reason=_private_shm_skip())
+
+LAUNCHER = """
+import sys
+from _leak_workers import keeps_ucx_scratch
+from tensorfabric.transfer.launch import spawn
+spawn(keeps_ucx_scratch, 2, args=(sys.argv[1],), timeout_s=600)
+"""
+
+
+def _launch(tmp: Path, ready: Path) -> subprocess.Popen[str]:
+    """``spawn`` of two ranks in a mount namespace whose /dev/shm is ``tmp/shm``: every POSIX semaphore or shared
+    memory segment the launcher, its ranks or multiprocessing's resource tracker create lands there, and only
+    there, so what is left is this run's and no other test's."""
+    for sub in ("shm", "tmp"):
+        (tmp / sub).mkdir(exist_ok=True)
+    ready.mkdir(exist_ok=True)
+    env = {**_env(tmp / "tmp"), "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests'}"}
+    script = f'mount --bind "{tmp / "shm"}" /dev/shm && exec "{sys.executable}" -c "$0" "$1"'
+    with open(tmp / f"{ready.name}.err", "w") as err:  # a file, not a pipe: orphaned ranks would hold a pipe open
+        return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, LAUNCHER,
+                                 str(ready)], env=env, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                start_new_session=True)
+
+
+def _wait_ready(proc: subprocess.Popen[str], ready: Path, count: int) -> list[int]:
+    deadline = time.monotonic() + 90
+    while len(list(ready.iterdir())) < count:
+        assert proc.poll() is None, (ready.parent / f"{ready.name}.err").read_text()[-2000:]
+        assert time.monotonic() < deadline, "the ranks did not start"
+        time.sleep(0.1)
+    return [int(p.suffix[1:]) for p in ready.iterdir()]
+
+
+def _gone(pids: list[int], within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+@needs_private_shm
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("group", [True, False], ids=["group-kill", "launcher-kill"])
+def test_sigkill_of_a_launcher_leaves_nothing_after_the_next_start(tmp_path: Path, group: bool) -> None:
+    proc = _launch(tmp_path, tmp_path / "ready")
+    ranks = _wait_ready(proc, tmp_path / "ready", 2)
+    try:
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)  # what a scheduler's hard stop or the OOM killer's cgroup kill does
+        else:
+            proc.kill()
+        proc.wait(timeout=30)
+        assert _gone(ranks), "ranks outlived their launcher"
+        assert sorted(os.listdir(tmp_path / "shm")) == []  # no sem.mp-* (there is nothing left to unlink them)
+        # The killed launcher's scratch (tf-spawn-<pid>, the ranks' tf-ucx-* inside) cannot be removed by anyone
+        # still running; the next start of a launcher removes it, its owner being gone.
+        second = _launch(tmp_path, tmp_path / "ready2")
+        _wait_ready(second, tmp_path / "ready2", 2)
+        left = [p.name for p in (tmp_path / "tmp").iterdir()]
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=60)
+        assert len(left) == 1 and left[0].startswith(f"tf-spawn-{second.pid}-"), left
+        assert sorted(os.listdir(tmp_path / "tmp")) == [] and sorted(os.listdir(tmp_path / "shm")) == []
+    finally:
+        for pid in ranks:  # whatever the outcome, no orphan outlives the test
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _lab_skip() -> str:
+    from tensorfabric.lab.netlink import privileges_missing
+
+    return privileges_missing() or ""
+
+
+@pytest.mark.skipif(bool(_lab_skip()), reason=f"a lab needs namespaces: {_lab_skip()}")
+@pytest.mark.timeout(180)
+def test_sigterm_to_a_lab_owner_leaves_no_rank_scratch(tmp_path: Path) -> None:
+    name = f"lk{os.getpid() % 100000}"
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    (tmp_path / "tmp").mkdir()
+    script = f"""
+import sys, time
+from tensorfabric.errors import Interrupted
+from tensorfabric.lab import Lab
+try:
+    with Lab(hosts=2, rate="1gbit", name="{name}") as lab:
+        lab.spawn([sys.executable, "{ROOT / 'tests' / '_leak_workers.py'}", "{ready}"])
+        time.sleep(600)
+except Interrupted as exc:
+    sys.exit(exc.exit_code)
+"""
+    env = {**_env(tmp_path / "tmp"), "TENSORFABRIC_LAB_DIR": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(ready.iterdir())) < 2:  # both ranks hold their UCX-style scratch
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the lab's ranks did not start"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err[-2000:]
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == []
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert f"tf-{name}-" not in ns

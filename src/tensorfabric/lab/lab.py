@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -26,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from tensorfabric.errors import InputError, LabError
+from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
 from tensorfabric.lab.netlink import Netlink, check_privileges, ip_command
 from tensorfabric.lab.plan import BRIDGE, HOST_IFACE, LabPlan, ns_prefix, plan_lab
 from tensorfabric.lab.spec import DEFAULT_MTU, DEFAULT_SUBNET, LabSpec
@@ -105,6 +107,9 @@ class Lab:
         self._procs: list[subprocess.Popen[Any]] = []
         self._auto_named = False
         self._signals: list[AbstractContextManager[None]] = []
+        self._scratch: str | None = None
+        """The owner's ``tf-lab-<pid>-*`` directory, given to every process it starts as ``SCRATCH_ENV``: their
+        scratch (UCX logs) goes with it on teardown, even for a process that was SIGKILLed (None: persistent lab)."""
 
     # lifecycle ------------------------------------------------------------------------------------------
     @property
@@ -150,6 +155,8 @@ class Lab:
             raise LabError(f"no free lab name after {_AUTO_NAME_TRIES} tries; run 'tensorfabric lab down --all'")
         self._state = state
         try:
+            if not persistent:
+                self._scratch = scratch_dir("lab")
             with self._nl.session():
                 self._build(pending.check)
             self._save(phase="up")
@@ -191,6 +198,9 @@ class Lab:
     def down(self) -> None:
         """Stop the lab's processes and remove every namespace it recorded; safe to call twice."""
         self.kill_processes()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
         state = self._state
         if state is None:
             return
@@ -289,8 +299,11 @@ class Lab:
     def popen(self, host: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
               **kwargs: Any) -> subprocess.Popen[Any]:
         """Start ``argv`` in ``host``; the lab kills it (and its process group) on teardown."""
+        full = dict(os.environ if env is None else env)
+        if self._scratch is not None:
+            full.setdefault(SCRATCH_ENV, self._scratch)
         proc: subprocess.Popen[Any] = subprocess.Popen(
-            self.command(host, argv), env=None if env is None else dict(env), start_new_session=True, **kwargs)
+            self.command(host, argv), env=full, start_new_session=True, **kwargs)
         self._procs.append(proc)
         return proc
 

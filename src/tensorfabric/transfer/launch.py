@@ -20,21 +20,29 @@ the first failure the other ranks get ``grace_s`` to finish or fail on their own
 collective with a dead peer usually raises its own TransferError within its process-group timeout), so the
 error shows the whole story, not just the first casualty. Ranks still running after that are asked to dump
 their Python stacks (faulthandler on SIGUSR1) before they are killed.
+
+Nothing is left behind when the launcher itself is killed. Each rank asks the kernel for SIGKILL when its launcher
+dies (``PR_SET_PDEATHSIG``), so a SIGKILLed launcher has no orphans still computing. Results come back over one
+pipe per rank, not a ``multiprocessing.Queue``: a Queue's lock is a named POSIX semaphore (``/dev/shm/sem.mp-*``,
+a random name with no pid in it) that only the launcher or multiprocessing's resource tracker unlinks, so a kill of
+the whole process group left it for ever; a pipe has no name. The ranks' scratch (UCX logs) is in the launcher's
+``tf-spawn-<pid>-*`` directory, which the next launch removes once that pid is gone.
 """
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import multiprocessing as mp
 import os
 import pickle
-import queue
 import signal
 import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -151,20 +159,36 @@ def torchrun_env(rank: int, nprocs: int, master_port: int, extra: Mapping[str, s
     return env
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when ``parent`` dies (Linux; elsewhere nothing happens)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the launcher died before the request took effect
+        os._exit(1)
+
+
 def _child(rank: int, fn: Callable[..., Any], args: tuple[Any, ...], env: dict[str, str],
-           results: Any, stack_dir: str) -> None:
+           results: Connection, stack_dir: str, parent: int) -> None:
+    _die_with(parent)
     os.environ.update(env)
     stack_file = open(Path(stack_dir) / f"rank{rank}.stack", "w")  # noqa: SIM115 -- lives as long as the process
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     try:
-        value = fn(rank, *args)
-        payload = pickle.dumps(value)
-    except BaseException as exc:  # noqa: BLE001 -- everything goes back to the parent, including SystemExit
-        message = " ".join(str(exc).split())[:2000] or repr(exc)
-        results.put((rank, False, RankFailure(rank, type(exc).__name__, message, traceback.format_exc(),
-                                              isinstance(exc, InputError))))
-        return
-    results.put((rank, True, payload))
+        try:
+            report: tuple[int, bool, Any] = (rank, True, pickle.dumps(fn(rank, *args)))
+        except BaseException as exc:  # noqa: BLE001 -- everything goes back to the parent, including SystemExit
+            message = " ".join(str(exc).split())[:2000] or repr(exc)
+            report = (rank, False, RankFailure(rank, type(exc).__name__, message, traceback.format_exc(),
+                                               isinstance(exc, InputError)))
+        results.send(report)
+    finally:
+        results.close()
 
 
 def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), timeout_s: float = 120.0,
@@ -179,7 +203,7 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
         raise TransferError(f"nprocs: {nprocs!r} must be a positive integer such as 2", op="spawn")
     port = master_port or free_port()
     ctx = mp.get_context("spawn")
-    results = ctx.Queue()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(nprocs)]
     parent_env = dict(os.environ)
     # SIGTERM/SIGHUP raise like Ctrl-C, so the ranks are stopped and the directory removed on the way out.
     with terminate_as_interrupt(), scratch("spawn") as stack_dir:
@@ -188,23 +212,27 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
         procs = [
             ctx.Process(target=_child, name=f"tensorfabric-rank{r}", daemon=True,
                         args=(r, fn, tuple(args), torchrun_env(r, nprocs, port, extra, parent=parent_env),
-                              results, stack_dir))
+                              pipes[r][1], stack_dir, os.getpid()))
             for r in range(nprocs)
         ]
         try:
-            for proc in procs:
+            for proc, (_, writer) in zip(procs, pipes, strict=True):
                 proc.start()
-            values, failures, reason = _collect(procs, results, timeout_s, grace_s, stack_dir)
+                writer.close()  # the rank holds the only write end: its death reads as end of file
+            values, failures, reason = _collect(procs, [reader for reader, _ in pipes], timeout_s, grace_s,
+                                                stack_dir)
         finally:
             stop_ranks(procs)
-            results.close()
+            for reader, writer in pipes:
+                reader.close()
+                writer.close()
     if failures:
         raise spawn_error(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values,
                           first=next(iter(failures)))
     return [values[r] for r in range(nprocs)]
 
 
-def _collect(procs: list[Any], results: Any, timeout_s: float, grace_s: float,
+def _collect(procs: list[Any], readers: list[Connection], timeout_s: float, grace_s: float,
              stack_dir: str) -> tuple[dict[int, Any], dict[int, RankFailure], str]:
     """Results and failures, the first failure first; the whole wait never passes ``timeout_s``."""
     nprocs = len(procs)
@@ -218,11 +246,18 @@ def _collect(procs: list[Any], results: Any, timeout_s: float, grace_s: float,
         if now >= deadline:
             reason = reason or f"timed out after {timeout_s:g} s"
             break
-        try:
-            rank, ok, payload = results.get(timeout=0.05)
-        except queue.Empty:
-            pass
-        else:
+        open_readers = [r for i, r in enumerate(readers) if i not in values and i not in failures and not r.closed]
+        got = False
+        if not open_readers:
+            time.sleep(0.05)  # every rank has reported or closed its pipe: only exit codes are awaited
+        for ready in wait(open_readers, timeout=0.05) if open_readers else []:
+            assert isinstance(ready, Connection)
+            try:
+                rank, ok, payload = ready.recv()
+            except (EOFError, OSError):
+                ready.close()  # the rank ended without a result: its exit code says how, below
+                continue
+            got = True
             if ok:
                 values[rank] = pickle.loads(payload)
             else:
@@ -230,6 +265,7 @@ def _collect(procs: list[Any], results: Any, timeout_s: float, grace_s: float,
                 if not reason:
                     reason = f"rank {rank} raised"
                     deadline = min(deadline, time.monotonic() + grace_s)
+        if got:
             continue
         for rank, proc in enumerate(procs):
             if rank in values or rank in failures or proc.exitcode is None:
