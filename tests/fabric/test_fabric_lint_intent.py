@@ -165,3 +165,18 @@ def test_a_lossless_pg_without_a_profile_is_found_and_dynamic_null_is_not() -> N
     # SONiC's dynamic buffer model binds lossless PGs to "NULL" and lets buffermgrd size them: bound, not missing.
     stock = lint(None, [parse_deployed(FIXTURES / "deployed" / "stock-leaf.json")])
     assert "buffer.lossless-pg-unbound" not in {f.rule for f in stock}
+
+
+def test_eos_profile_watchdog_port_lines_override_the_defaults() -> None:
+    # AVD renders per-profile watchdog lines: "port action" and "port timer ... polling-interval auto ... forced".
+    text = (DIALECTS / "eos-7060x5-segments.eos").read_text().replace(
+        "   priority-flow-control pause watchdog\n",
+        "   priority-flow-control pause watchdog\n   priority-flow-control pause watchdog port action no-drop\n"
+        "   priority-flow-control pause watchdog port timer timeout 0.05 polling-interval auto recovery-time 1.11 "
+        "forced\n")
+    record = parse_text(text, source="x.eos")
+    wd = record.port("Ethernet1/1").watchdog
+    assert wd is not None and (wd.action, wd.detection_ms, wd.restoration_ms, wd.polling_ms) == (
+        "no-drop", 50.0, 1110.0, 25.0)
+    assert record.read is not None and record.read.not_understood == ()
+    assert {f.rule for f in lint(None, [record])} == {"pfcwd.no-drop-action"}

@@ -4,7 +4,9 @@ Understood: ``hostname``; ``qos map dscp D... to traffic-class T [drop-precedenc
 a WRED colour within T); ``qos map traffic-class T to tx-queue Q``;
 ``qos profile NAME`` blocks (``qos trust``, ``priority-flow-control on``/``priority N no-drop``,
 ``uc-tx-queue``/``tx-queue`` blocks with ``priority strict``, ``bandwidth percent`` and
-``random-detect ecn``); the global ``priority-flow-control pause watchdog`` lines; and ``interface`` blocks
+``random-detect ecn``, ``priority-flow-control pause watchdog [port action A | port timer timeout T
+polling-interval P|auto recovery-time R [forced]]``); the global ``priority-flow-control pause watchdog`` lines
+(a profile's own port action and timers win over them); and ``interface`` blocks
 with ``mtu``, ``speed`` (``400g``, ``400g-8``, ``100gfull``), ``no switchport``/``ip address`` (routed),
 ``service-profile`` and the same QoS lines as a profile. ECN thresholds in bytes, kbytes (x1000) or mbytes
 (x1000000) become byte counts; ``segments`` depend on the platform's cell size, so they are kept as segments
@@ -86,6 +88,8 @@ class _Qos:
     weights: dict[int, int] = field(default_factory=dict)
     ecn: dict[int, EcnProfile] = field(default_factory=dict)
     watchdog: bool | None = None
+    wd_port: dict[str, object] = field(default_factory=dict)
+    """Per-profile watchdog overrides (``pause watchdog port action|timer``): action, detection/restoration/poll ms."""
     touched: bool = False
     partial: bool = False
     """The block may be cut short (the paste ends inside it): absent entries are unknown, not absent."""
@@ -101,6 +105,33 @@ def _threshold(words: list[str], key: str, where: Where) -> tuple[int, str]:
     if unit not in _UNITS:
         raise where.error(f"{key} unit {unit!r} cannot be converted to bytes; use bytes, kbytes, mbytes or segments")
     return round(parse_float(words[i + 1], where, what=key) * _UNITS[unit]), "bytes"
+
+
+_TIMER_KEYS = {"timeout": "detection_ms", "recovery-time": "restoration_ms", "polling-interval": "polling_ms"}
+
+
+def _port_timer(words: list[str], where: Where) -> dict[str, object]:
+    """``timeout 0.05 polling-interval auto recovery-time 1.11 [forced]``, in seconds, into milliseconds."""
+    out: dict[str, object] = {}
+    auto = False
+    i = 0
+    while i < len(words):
+        key = words[i]
+        if key == "forced":
+            i += 1
+            continue
+        if key not in _TIMER_KEYS or i + 1 >= len(words):
+            raise where.error(f"watchdog port timer: {key!r} is not timeout, polling-interval or recovery-time N")
+        if key == "polling-interval" and words[i + 1] == "auto":
+            auto = True
+        else:
+            out[_TIMER_KEYS[key]] = parse_float(words[i + 1], where, what=f"watchdog {key}") * 1000.0
+        i += 2
+    timers = [v for k, v in out.items() if k != "polling_ms" and isinstance(v, float)]
+    if auto and timers:
+        # EOS requires the poll to be at most half the smaller timer; "auto" picks such a poll.
+        out["polling_ms"] = min(timers) / 2
+    return out
 
 
 def _tx_queue(block: Block, r: Reading, qos: _Qos, queue: int) -> None:
@@ -147,6 +178,10 @@ def _qos_line(block: Block, r: Reading, qos: _Qos) -> bool:
         qos.watchdog = True
     elif w[:4] == ["no", "priority-flow-control", "pause", "watchdog"]:
         qos.watchdog = False
+    elif w[:5] == ["priority-flow-control", "pause", "watchdog", "port", "action"] and len(w) == 6:
+        qos.wd_port["action"] = w[5]
+    elif w[:5] == ["priority-flow-control", "pause", "watchdog", "port", "timer"]:
+        qos.wd_port.update(_port_timer(w[5:], where))
     elif w[0] in ("uc-tx-queue", "tx-queue") and len(w) == 2:
         queue = parse_int(w[1], where, what=w[0], lo=0, hi=7)
         _tx_queue(block, r, qos, queue)
@@ -264,8 +299,14 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
                       action=wd_action or "drop", polling_ms=wd.get("polling-interval"))
     watchdog = timers if wd_seen and complete else None
-    ports = [replace(p, watchdog=replace(timers, enabled=p.watchdog.enabled)) if p.watchdog is not None else p
-             for p in ports]
+    # A profile's own "pause watchdog port action|timer" lines win over the global defaults.
+    ports = [replace(p, watchdog=Watchdog(
+        p.watchdog.enabled,
+        detection_ms=p.watchdog.detection_ms if p.watchdog.detection_ms is not None else timers.detection_ms,
+        restoration_ms=p.watchdog.restoration_ms if p.watchdog.restoration_ms is not None else timers.restoration_ms,
+        action=p.watchdog.action or timers.action,
+        polling_ms=p.watchdog.polling_ms if p.watchdog.polling_ms is not None else timers.polling_ms))
+        if p.watchdog is not None else p for p in ports]
     if complete:
         # A whole config that configures a port's QoS but no queue of it has no ECN and no strict queue there.
         ports = [replace(p, ecn=p.ecn if p.ecn is not None else {},
@@ -327,7 +368,9 @@ def _interface(block: Block, r: Reading, profiles: dict[str, _Qos], applied: set
         ecn=dict(merged.ecn) if merged.ecn else None,
         strict_queues=frozenset(merged.strict) if merged.strict else None,
         queue_weights=dict(merged.weights) if merged.weights else None,
-        watchdog=None if merged.watchdog is None else Watchdog(merged.watchdog),
+        watchdog=None if merged.watchdog is None else Watchdog(
+            merged.watchdog, action=str(merged.wd_port["action"]) if "action" in merged.wd_port else None,
+            **{k: float(v) for k, v in merged.wd_port.items() if k != "action" and isinstance(v, float)}),
     ) for name in names], merged.touched and not partial
 
 
@@ -341,5 +384,6 @@ def _merge(profile: _Qos | None, own: _Qos) -> _Qos:
         weights=own.weights or base.weights,
         ecn={**base.ecn, **own.ecn},
         watchdog=own.watchdog if own.watchdog is not None else base.watchdog,
+        wd_port={**base.wd_port, **own.wd_port},
         touched=own.touched or base.touched,
     )
