@@ -116,6 +116,27 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "junos-no-cnp-code-point.junos": ("junos", {"cnp.no-class", "pfcwd.no-timers"}),
     "junos-pcp-on-routed.junos": ("junos", {"trust.pcp-on-routed", "pfcwd.no-timers"}),
     "junos-cnp-transmit-rate.junos": ("junos", {"cnp.weighted", "pfcwd.no-timers"}),
+    # Junos set form (display set, commands at a prompt after an [edit class-of-service] banner)
+    "junos-set-qfx5240-roce.junos": ("junos", set()),
+    "junos-set-lossy-no-ecn.junos": ("junos", {"ecn.disabled", "roce.dscp-not-lossless"}),
+    "junos-set-edit-banner-cnp-weighted.junos": ("junos", {"cnp.weighted", "pfcwd.no-timers"}),
+    "junos-set-cnp-best-effort-ecn-inverted.junos": ("junos", {"cnp.no-class", "ecn.thresholds"}),
+    # Dell OS10 (no OS10 watchdog is modelled: a whole config gets pfcwd.absent)
+    "os10-s5248-roce.os10": ("dell-os10", {"pfcwd.absent"}),
+    "os10-s4148-dot1p-routed.os10": ("dell-os10", {"ecn.disabled", "pfcwd.absent", "trust.pcp-on-routed"}),
+    "os10-z9432-roce-lossy-dscp.os10": ("dell-os10", {"cnp.weighted", "pfcwd.absent", "roce.dscp-not-lossless"}),
+    "os10-wred-undefined-no-cnp.os10": ("dell-os10", {"cnp.no-class", "config.undefined-reference", "ecn.disabled",
+                                                      "pfcwd.absent"}),
+    "os10-dscp-twice-three-lossless.os10": ("dell-os10", {"cnp.not-strict", "dscp.conflict", "ecn.thresholds",
+                                                          "pfc.too-many-lossless", "pfcwd.absent"}),
+    # Onyx / MLNX-OS one-liners
+    "onyx-sn2700-roce.onyx": ("onyx", {"pfcwd.no-timers"}),
+    "onyx-roce-oneliner.onyx": ("onyx", set()),
+    "onyx-trust-l2-routed.onyx": ("onyx", {"ecn.disabled", "pfcwd.absent", "trust.pcp-on-routed"}),
+    "onyx-roce-lossy-pool.onyx": ("onyx", {"cnp.weighted", "pfcwd.no-timers", "roce.lossy-pool"}),
+    "onyx-pfc-priority-4.onyx": ("onyx", {"pfc.non-default-priority", "roce.dscp-not-lossless"}),
+    "onyx-cnp-not-strict-ecn-inverted.onyx": ("onyx", {"cnp.not-strict", "ecn.thresholds", "pfc.too-many-lossless",
+                                                       "pfcwd.no-timers"}),
 }
 # The deviations of issue 13 item 2 (ECN step profiles are the one that must *not* fire, see sonic-ecn-step).
 DEVIATIONS = {"trust.pcp-on-routed", "cnp.no-class", "cnp.not-strict", "cnp.weighted", "dscp.conflict",
