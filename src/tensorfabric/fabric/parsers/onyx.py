@@ -242,9 +242,10 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         _HEADER in line.text for line in r.text.lines[:20])
     roce_mode = st.roce
     if roce_mode is not None:
-        st.notes.append(f"'roce {roce_mode}' is read as the Onyx RoCE preset (trust L3, switch-priority 3 "
-                        "lossless, ECN on TC 3 at 150/1500 KB, switch-priority 6 strict); its thresholds are not "
-                        "printed in the config")
+        lossless = {"lossless": "switch-priority 3 lossless", "semi-lossless": "switch-priority 3 lossless in "
+                    "the receive direction only", "lossy": "no PFC"}.get(roce_mode, "switch-priority 3 lossless")
+        st.notes.append(f"'roce {roce_mode}' is read as the Onyx RoCE preset (trust L3, {lossless}, ECN on TC 3 at "
+                        "150/1500 KB, switch-priority 6 strict); its thresholds are not printed in the config")
     pfc: frozenset[int] | None = None
     if roce_mode in ("lossless", "semi-lossless"):
         pfc = frozenset({3})
