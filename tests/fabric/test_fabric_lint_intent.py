@@ -180,3 +180,9 @@ def test_eos_profile_watchdog_port_lines_override_the_defaults() -> None:
         "no-drop", 50.0, 1110.0, 25.0)
     assert record.read is not None and record.read.not_understood == ()
     assert {f.rule for f in lint(None, [record])} == {"pfcwd.no-drop-action"}
+
+
+def test_unbound_pg_is_undeterminable_under_the_dynamic_buffer_model() -> None:
+    ctx = build_context(None, [parse_deployed(FIXTURES / "deployed" / "stock-leaf.json")])
+    status = {s.rule: s for s in rule_status(ctx)}["buffer.lossless-pg-unbound"]
+    assert status.status == "undeterminable" and status.missing == ("explicit lossless buffer profiles",)

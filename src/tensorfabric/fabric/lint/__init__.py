@@ -119,6 +119,8 @@ _FACTS: dict[str, Callable[[PortRef], bool]] = {
     "buffer profile bindings": lambda ref: (ref.port.lossy_pgs is not None or ref.port.lossy_queues is not None
                                             or bool(ref.port.headroom)),
     "NCCL environment settings": lambda ref: bool(ref.device.nccl_env),
+    # SONiC's dynamic buffer model ("NULL" profiles) leaves the lossless headroom to buffermgrd, out of config_db.
+    "explicit lossless buffer profiles": lambda ref: bool(ref.port.headroom),
 }
 _DSCP, _PFC, _ECN, _SCHED = "a DSCP map", "the PFC priorities", "an ECN/WRED profile (or the NIC's DCQCN enables)", \
     "the queue scheduling (strict / DWRR)"
@@ -132,7 +134,7 @@ _NEEDS: dict[str, _Needs] = {
     "pfc.non-default-priority": _Needs(facts=(_PFC,)),
     "pfc.no-hysteresis": _Needs(("switch",), ("PFC headroom (xoff/xon/size)",)),
     "pfc.priority-unused": _Needs(("host",), (_DSCP, _PFC)),
-    "buffer.lossless-pg-unbound": _Needs(("switch",), (_PFC, "buffer profile bindings")),
+    "buffer.lossless-pg-unbound": _Needs(("switch",), (_PFC, "explicit lossless buffer profiles")),
     "dscp.egress-rewrite": _Needs(("switch",), (_DSCP, _PFC)),
     "mtu.lossless-class-too-small": _Needs(("switch",), ("the MTU", _PFC)),
     "pfcwd.no-drop-action": _Needs(("switch",), ("the PFC watchdog",)),
