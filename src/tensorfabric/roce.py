@@ -72,7 +72,7 @@ ECN_KMIN_BYTES = 150_000
 """ECN/WRED Kmin on the RoCE queue: NVIDIA's RoCE default (Cumulus ``nv set qos roce``: 150 KB)."""
 ECN_KMAX_BYTES = 1_500_000
 """ECN/WRED Kmax: NVIDIA's RoCE default 1.5 MB, below the lossless PG's XOFF so DCQCN reacts before PFC pauses."""
-ECN_PMAX_PERCENT = 100.0
+ECN_PMAX_PERCENT = 100
 """Marking probability at Kmax: NVIDIA's RoCE default (mark every packet above Kmax rather than drop)."""
 
 PAUSE_QUANTA: Mapping[int, int] = {

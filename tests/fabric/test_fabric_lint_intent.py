@@ -186,3 +186,13 @@ def test_unbound_pg_is_undeterminable_under_the_dynamic_buffer_model() -> None:
     ctx = build_context(None, [parse_deployed(FIXTURES / "deployed" / "stock-leaf.json")])
     status = {s.rule: s for s in rule_status(ctx)}["buffer.lossless-pg-unbound"]
     assert status.status == "undeterminable" and status.missing == ("explicit lossless buffer profiles",)
+
+
+def test_spec_defaults_and_renderers_take_the_watchdog_and_ecn_facts_from_roce() -> None:
+    from tensorfabric.fabric.spec_qos import EcnProfile, WatchdogPlan
+
+    wd = WatchdogPlan()
+    assert (wd.detection_ms, wd.restoration_ms, wd.poll_ms, wd.action) == (
+        roce.PFCWD_DETECTION_MS, roce.PFCWD_RESTORATION_MS, roce.PFCWD_POLL_MS, roce.PFCWD_ACTION)
+    ecn = EcnProfile()
+    assert (ecn.kmin, ecn.kmax, ecn.pmax) == (roce.ECN_KMIN_BYTES, roce.ECN_KMAX_BYTES, roce.ECN_PMAX_PERCENT)

@@ -17,6 +17,7 @@ from tensorfabric.roce import (
     CNP_PRIORITY,
     ECN_KMAX_BYTES,
     ECN_KMIN_BYTES,
+    ECN_PMAX_PERCENT,
     LOSSLESS_PRIORITY,
     PFCWD_DETECTION_MS,
     PFCWD_POLL_MS,
@@ -68,7 +69,7 @@ class EcnProfile(SpecModel):
     """Applies to ports of this speed; the profile without a speed is the default."""
     kmin: Size = ECN_KMIN_BYTES
     kmax: Size = ECN_KMAX_BYTES
-    pmax: Percent = 100
+    pmax: Percent = ECN_PMAX_PERCENT
 
 
 class EtsPlan(SpecModel):
