@@ -91,7 +91,9 @@ def test_hgetall_transcript_reads_every_reply_form() -> None:
     assert port.pfc_priorities == frozenset({3}) and port.mtu == 9100  # numbered reply, hget
     assert port.dscp_to_priority == {0: 0, 24: 3, 26: 3, 46: 5, 48: 6}
     assert port.ecn == {3: EcnProfile(150000, 1500000, 5.0, True)}  # sonic-db-cli's Python dict
-    assert port.strict_queues == frozenset({6}) and port.queue_weights == {3: 50}
+    # Keys asked one by one: ECN stands because the lossless queue's entry was read; which queues are strict is
+    # unknown (a queue not asked for may be strict or not), so no CNP verdict is drawn from a partial view.
+    assert port.strict_queues is None
     assert port.watchdog == Watchdog(True, 200.0, 400.0, "drop", 100.0)  # "| paste - -" pairs
     assert d.read is not None
     listed = set(d.read.not_understood)
@@ -126,6 +128,23 @@ def test_hgetall_namespaces_other_databases_and_cut_replies() -> None:
                        '$ redis-cli -n 4 hget "PORT_QOS_MAP|Ethernet0" pfc_enable\n"3"\nadmin@leaf1:~$\n',
                        source="paste.txt")
     assert empty.port("Ethernet0").watchdog is None and empty.port("Ethernet0").pfc_priorities == frozenset({3})
+
+
+def test_partial_views_leave_absent_entries_unknown() -> None:
+    # Only the RoCE queue asked for: the CNP queue's scheduler is not "not strict", the watchdog is not "off".
+    text = ('$ redis-cli -n 4 hgetall "PORT_QOS_MAP|Ethernet0"\n1) "pfc_enable"\n2) "3"\n'
+            '$ sonic-db-cli CONFIG_DB hgetall "QUEUE|Ethernet0|3"\n{\'scheduler\': \'s1\', \'wred_profile\': \'W\'}\n'
+            "$ sonic-db-cli CONFIG_DB hgetall WRED_PROFILE|W\n{'ecn': 'ecn_all', 'green_min_threshold': '150000', "
+            "'green_max_threshold': '1500000'}\n$ sonic-db-cli CONFIG_DB hgetall SCHEDULER|s1\n{'type': 'DWRR', "
+            "'weight': '50'}\n$ sonic-db-cli CONFIG_DB hgetall PFC_WD|GLOBAL\n{'POLL_INTERVAL': '100'}\n")
+    d = parse_text(text, source="paste.txt")
+    port = d.port("Ethernet0")
+    assert port.ecn is not None and port.ecn[3].ecn and port.strict_queues is None and port.watchdog is None
+    assert not [f for f in lint(None, [d]) if f.severity == "error"]
+    # A flat dump cut inside its QUEUE entries: the same, where the whole dump would say "not strict" or "off".
+    lines = (DIALECTS / "sonic-redis-dump-flat-ecn-none.json").read_text().splitlines()
+    cut = parse_text("\n".join(lines[48:113]) + "\n", source="dump.json")
+    assert {f.rule for f in lint(None, [cut]) if f.severity == "error"} <= {"ecn.disabled"}
 
 
 def test_hgetall_deviation_and_a_keys_listing_alone() -> None:

@@ -184,8 +184,9 @@ def _unflatten(db: dict[str, Any], r: Reading, lines: dict[str, int]) -> dict[st
     return out
 
 
-def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None) -> dict[str, Any]:
-    """The tables of one file as a config_db object, whole when it parses as one, else table by table."""
+def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None) -> tuple[dict[str, Any], bool]:
+    """The tables of one file as a config_db object, whole when it parses as one, else table by table; and
+    whether it is a partial view (a flat dump read entry by entry: an entry missing from it is unknown)."""
     doc = TableDoc(r, known=_known, within=within)
     spans = doc.tables()
     db: Any = None
@@ -196,6 +197,7 @@ def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None
         if any(_wanted(name) for name, _, _ in spans):
             r.warn(line, f"the text is not one JSON object ({str(exc)[:80]}); read table by table")
         db = None
+    whole = isinstance(db, dict)
     if not isinstance(db, dict):
         db = {}
         for name, start, end in spans:
@@ -223,7 +225,8 @@ def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None
                     r.use(number)
             elif end > 0 and _table_of(name) in _LISTED:
                 r.unknown(doc.line_of(start))
-    return _unflatten(db, r, lines) if any("|" in key for key in db) else db
+    flat = any("|" in key for key in db)
+    return (_unflatten(db, r, lines) if flat else db), flat and not whole
 
 
 def read(r: Reading, *, device: str | None = None) -> Deployed:
@@ -231,22 +234,24 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     lines: dict[str, int] = {}
     files = _files(r)
     if files[0][1] is None:
-        db = _collect(r, dups, lines, None)
+        db, piecewise = _collect(r, dups, lines, None)
     else:
         # config_db.json, config_db0.json, ... pasted one after another: one namespace each, as on the switch.
-        db = {ns: _collect(r, dups, lines, within) for ns, within in files}
-    return deployed_from_db(db, dups, r, lines, device)
+        collected = {ns: _collect(r, dups, lines, within) for ns, within in files}
+        db, piecewise = {ns: part for ns, (part, _) in collected.items()}, any(p for _, p in collected.values())
+    return deployed_from_db(db, dups, r, lines, device, piecewise=piecewise)
 
 
 def deployed_from_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, int], device: str | None,
-                     fmt: str = FORMAT) -> Deployed:
+                     fmt: str = FORMAT, *, piecewise: bool = False) -> Deployed:
     """The record of a config_db object, or of one object per namespace (multi-ASIC: ports ``asicN/EthernetX`` of
-    one device, front-end and back-end ASICs alike)."""
+    one device, front-end and back-end ASICs alike). ``piecewise``: entries were read one by one (a cut flat dump,
+    ``hgetall`` replies), so a QUEUE or PFC_WD entry missing from it is unknown, not absent."""
     listed = sorted({t for part in (db, *(v for k, v in db.items() if _NAMESPACE.match(k) and isinstance(v, dict)))
                      for t in part if t in _LISTED})
     notes = tuple(f"{t} ({_LISTED[t]}) is not read" for t in listed)
     if db and all(_NAMESPACE.match(k) for k in db) and all(isinstance(v, dict) for v in db.values()):
-        parts = [_parse_db(v, dups, r, lines, device, "" if k == "localhost" else f"{k}/", fmt)
+        parts = [_parse_db(v, dups, r, lines, device, "" if k == "localhost" else f"{k}/", fmt, piecewise)
                  for k, v in sorted(db.items()) if any(t in v for t in _TABLES)]
         if not parts:
             return Deployed(device=device or device_from_source(r.source), kind="switch", format=fmt,
@@ -254,12 +259,12 @@ def deployed_from_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[
         base = parts[0]
         return replace(base, ports=tuple(p for part in parts for p in part.ports),
                        complete=all(part.complete for part in parts), notes=base.notes + notes)
-    record = _parse_db(db, dups, r, lines, device, "", fmt)
+    record = _parse_db(db, dups, r, lines, device, "", fmt, piecewise)
     return replace(record, notes=record.notes + notes) if notes else record
 
 
 def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, int], device: str | None,
-              prefix: str, fmt: str = FORMAT) -> Deployed:
+              prefix: str, fmt: str = FORMAT, piecewise: bool = False) -> Deployed:
     source = r.source
 
     def at(table: str) -> Where:
@@ -360,11 +365,14 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
     strict: dict[str, set[int]] = {}
     weights: dict[str, dict[int, int]] = {}
     sched_unknown: set[str] = set()
+    seen_queues: dict[str, set[int]] = {}
     for key, entry in table("QUEUE").items():
         split = guarded("QUEUE", partial(_split_key, key, at("QUEUE"), prefix), None, f"QUEUE|{key} is not used")
         if split is None:
             continue
         ports, queues = split
+        for port in ports:
+            seen_queues.setdefault(port, set()).update(queues)
         if "wred_profile" in entry:
             prof_name = _profile_name(str(entry["wred_profile"]))
             profile = guarded("WRED_PROFILE", partial(_wred, wred[prof_name], at("WRED_PROFILE"), prof_name), None,
@@ -459,6 +467,18 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
                              None) if "speed" in attrs else None
         watchdog = guarded("PFC_WD", partial(_watchdog, pfcwd.get(port), qos, poll_ms, bool(pfcwd), wd_default,
                                              at("PFC_WD"), port), None)
+        port_ecn = None if port in ecn_unknown else ecn.get(port)
+        port_strict = frozenset(strict[port]) if port in strict and port not in sched_unknown else None
+        port_weights = weights.get(port) if port not in sched_unknown else None
+        if piecewise:
+            # Entries read one by one: a queue or watchdog entry not in the text is unknown. ECN stands only when
+            # every lossless queue of the port was read; which queues are strict never does (one may be missing).
+            ref = _profile_name(str(qos.get("tc_to_queue_map", "")))
+            to_queue = queue_maps.get(ref, {})
+            lossless = {to_queue.get(p, p) for p in pfc or ()}
+            port_ecn = port_ecn if lossless and lossless <= seen_queues.get(port, set()) else None
+            port_strict, port_weights = None, None
+            watchdog = watchdog if port in pfcwd else None
         ports_out.append(PortQos(
             name=port,
             pfc_priorities=pfc,
@@ -467,9 +487,9 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             speed_bps=speed_mbps * 1e6 if speed_mbps is not None else None,
             cable_length_m=cables.get(port),
             headroom=headroom.get(port),
-            ecn=None if port in ecn_unknown else ecn.get(port),
-            strict_queues=frozenset(strict[port]) if port in strict and port not in sched_unknown else None,
-            queue_weights=weights.get(port) if port not in sched_unknown else None,
+            ecn=port_ecn,
+            strict_queues=port_strict,
+            queue_weights=port_weights,
             watchdog=watchdog,
             dscp_to_priority=dscp,
             routed=True if port in routed else None,
@@ -489,7 +509,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
         priority_to_pg=bound(glob, "tc_to_pg_map", pg_maps) or bound(first_port, "tc_to_pg_map", pg_maps) or {},
         trust="dscp" if default_dscp is not None else None,
         queue_weights=all_weights,
-        watchdog=Watchdog(enabled=False, polling_ms=poll_ms) if pfcwd else None,
+        watchdog=Watchdog(enabled=False, polling_ms=poll_ms) if pfcwd and not piecewise else None,
         ports=tuple(ports_out),
         dscp_conflicts=conflicts,
         complete="DEVICE_METADATA" in db and "PORT" in db,

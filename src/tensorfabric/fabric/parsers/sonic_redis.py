@@ -191,4 +191,5 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     # The prompt names the switch when no DEVICE_METADATA entry was asked for.
     host = next((line.origin for line in r.text.lines if line.kind == "command" and line.origin), "")
     named = device or (None if "DEVICE_METADATA" in db else host or None)
-    return deployed_from_db(db, Dups(), r, lines, named, FORMAT)
+    # Keys asked one by one: whatever was not asked for is unknown.
+    return deployed_from_db(db, Dups(), r, lines, named, FORMAT, piecewise=True)
