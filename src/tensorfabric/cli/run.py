@@ -116,7 +116,8 @@ def _generate_streaming(cfg: RunConfig, directory: Path, show: bool, environ: Ma
         for line in stream.partial():
             click.echo(line)
         raise
-    stream.stop()
+    finally:
+        stream.stop()  # a failed launch too: the reading thread must not outlive it
     stream.finish()
     return results, stream.shown
 
