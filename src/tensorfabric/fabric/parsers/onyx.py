@@ -190,9 +190,8 @@ def _command(text: str) -> str:
     return text
 
 
-def read(r: Reading, *, device: str | None = None) -> Deployed:
-    source = r.source
-    st = _State()
+def _statements(r: Reading, st: _State) -> bool:
+    """Read every line into ``st``; whether any interface setting was among them."""
     seen_interface = False
     # 'interface ethernet 1/1' typed alone opens that interface's mode: the lines indented under it, or typed at
     # its '(config interface ethernet 1/1) #' prompt, belong to it.
@@ -223,12 +222,11 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             continue
         if context and w[0] != "interface":
             w = context + w
-        where = Where(source, line.number, text[:80])
+        where = Where(r.source, line.number, text[:80])
         with r.statement(line.number):
             if w[0] == "interface" and len(w) >= 4 and w[1] in _KINDS:
                 names = expand_interfaces(f"{w[1]} {w[2]}", where)
-                probe = _Port()
-                if not _port_command(probe, w[3:], where):
+                if not _port_command(_Port(), w[3:], where):
                     continue
                 seen_interface = True
                 for name in names:
@@ -236,6 +234,13 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             elif not _global(st, w, where):
                 continue
             r.use(line.number)
+    return seen_interface
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
+    st = _State()
+    seen_interface = _statements(r, st)
     # Onyx prints no closing line: a whole 'show running-config' is told by its header at the top and the
     # hostname in the management section near the end, so a cut paste (either half) is a fragment.
     complete = st.hostname is not None and seen_interface and any(
