@@ -5,9 +5,17 @@ PORT_QOS_MAP, WRED_PROFILE, SCHEDULER, QUEUE, BUFFER_PROFILE, BUFFER_PG, BUFFER_
 INTERFACE and PFC_WD. Keys follow SONiC's ``PORT|queue`` convention, where ports may be a comma list and queues
 a range (``3-4``).
 
-Multi-ASIC and chassis configs are read two ways: a file of namespaces (``{"localhost": {...}, "asic0":
-{...}}``, as ``show runningconfiguration all`` prints it) and keys that carry the ASIC (``Asic0|Ethernet0``,
-``host|Asic1|Ethernet8|3``); either way the port is named ``asic0/Ethernet0``.
+Multi-ASIC and chassis configs are read three ways: a file of namespaces (``{"localhost": {...}, "asic0":
+{...}}``, as ``show runningconfiguration all`` prints it), ``config_db0.json``, ``config_db1.json`` ... pasted one
+after another after their ``cat`` prompts (or ``==> f <==`` headings), and keys that carry the ASIC
+(``Asic0|Ethernet0``, ``host|Asic1|Ethernet8|3``); the port is named ``asic0/Ethernet0``, all on one device. A VOQ
+linecard's own keys (its DEVICE_METADATA ``hostname`` and ``asic_name``) name its local ports; the queue is always
+the key's last field. ``SYSTEM_PORT`` is listed, not read.
+
+Redis dumps (``sonic-db-dump -n CONFIG_DB -y``, ``redis-dump -d 4 -y``) hold flat ``"TABLE|key"`` entries, each
+``{"type": "hash", "value": {...}}`` or a plain field object; they are put back into tables. A dump that is not
+one JSON object (cut) is a partial view, as are ``hgetall`` replies (:mod:`.sonic_redis`): there a QUEUE or PFC_WD
+entry that is not in the text is unknown, not absent.
 
 A fragment is read for what it says: a port with no QUEUE entry naming a WRED profile has *unknown* ECN, not
 ECN off; a port with no scheduler has unknown scheduling. ``pfcwd_sw_enable`` without a PFC_WD table means
