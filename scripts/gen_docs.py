@@ -193,6 +193,27 @@ def _filter(words: list[str], text: str) -> str:
     return "".join(line + "\n" for line in kept)
 
 
+class _Terminal(io.StringIO):
+    """Captured stdout that says it is a terminal: with ``COLUMNS=N`` a command shows what an N-column
+    terminal shows (tables folded to fit), as the docs' readers see it; TERM=dumb keeps colour codes out."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class _Tee(io.TextIOBase):
+    """stderr into the same buffer as stdout (a terminal shows both in order), but not itself a terminal."""
+
+    def __init__(self, target: io.StringIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        return self._target.write(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
 def run_command(line: str, cwd: Path, previous: int = 0) -> tuple[int, str]:
     """Run one shown command line in process; its exit code and what a terminal would show. ``previous`` is
     the exit code ``echo $?`` shows."""
@@ -218,9 +239,13 @@ def run_command(line: str, cwd: Path, previous: int = 0) -> tuple[int, str]:
     command = [w for w in command if w != "2>&1"]
     if not command or command[0] != "tensorfabric":
         raise ValueError(f"{line!r}: only tensorfabric commands run in process")
-    out, err = io.StringIO(), io.StringIO()
+    terminal = "COLUMNS" in assignments and not pipes
+    if terminal:
+        assignments.update({"TERM": "dumb", "LINES": "50"})
+    out: io.StringIO = _Terminal() if terminal else io.StringIO()
+    err = io.StringIO()
     # A terminal shows both streams in order; a pipe takes stdout only, unless 2>&1 sends stderr along.
-    stderr_target = out if merged or not pipes else err
+    stderr_target: io.TextIOBase = _Tee(out) if merged or not pipes else err
     with _environment(assignments, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(stderr_target):
         code = main(command[1:])
     text = out.getvalue()
@@ -242,7 +267,7 @@ def run_example(example: Example) -> str:
             if code != example.exits[index]:
                 raise RuntimeError(f"example {example.name!r}: {line!r} exited {code}, expected "
                                    f"{example.exits[index]}:\n{text}")
-            shown.extend(text.rstrip("\n").split("\n") if text.strip() else [])
+            shown.extend(text.strip("\n").split("\n") if text.strip() else [])
     return "\n".join(line.rstrip() for line in shown)
 
 
