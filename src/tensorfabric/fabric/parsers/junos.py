@@ -30,6 +30,7 @@ simply be outside the excerpt.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tensorfabric.errors import ParseError
@@ -107,14 +108,14 @@ def _section(r: Reading, cos: Stanza, name: str, fn: Callable[[Stanza, str], _T]
         return None
 
 
-def read(r: Reading, *, device: str | None = None) -> Deployed:
-    source = r.source
+def _tree(r: Reading) -> list[Stanza]:
+    """The stanzas of the text, brace and ``set`` lines alike, with what a cut paste lost left out (warned)."""
     lines = config_lines(r, dedent=False)
     # Commands typed at a Junos prompt ('user@qfx# set ...') are configuration too; config_lines keeps only those
     # typed at a NX-OS/EOS-style configuration prompt.
     typed = [(line.number, line.text) for line in r.content() if line.kind == "command"]
     statements, set_numbers = cos_sections.set_lines(sorted(lines + typed))
-    tree = brace_tree([(n, t) for n, t in lines if n not in set_numbers], source)
+    tree = brace_tree([(n, t) for n, t in lines if n not in set_numbers], r.source)
     if statements:
         cos_sections.merge(tree.roots, cos_sections.set_tree(statements))
         for number in set_numbers:
@@ -132,63 +133,76 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         only = tree.open_at_end[0]
         r.warn(only.line, f"the text ends inside '{' '.join(only.words)[:60]}' without its closing brace; read as far "
                           "as it goes")
-    root = tree.roots
-    cos = _wrapped(root)
-    if cos is None:
-        return Deployed(device=device or device_from_source(source), kind="switch", format=FORMAT, source=source)
-    _mark(r, cos)
-    for top in root:
-        if top.words == ["system"]:
-            for child in top.all("host-name"):
-                r.use(child.line)
-    classes = cos_sections.classes(cos, r)
-    classifiers = cos_sections.classifiers(cos, r)
-    cnps = _section(r, cos, "congestion-notification-profile", cos_sections.cnps) or {}
-    scheds, smaps = _section(r, cos, "schedulers", cos_sections.schedulers) or ({}, {})
-    drops = _section(r, cos, "drop-profiles", cos_sections.drop_profiles) or {}
-    lossless = {c.pfc_priority if c.pfc_priority is not None else c.queue for c in classes.values() if c.no_loss}
+    return tree.roots
 
-    def priority(fc: str, where: Where) -> int:
-        cls = classes.get(fc)
+
+_Table = tuple[Trust, dict[int, int], dict[int, frozenset[int]]]
+
+
+@dataclass
+class _Cos:
+    """The sections of one class-of-service hierarchy, and what they resolve to per interface."""
+
+    r: Reading
+    cos: Stanza
+    classes: dict[str, cos_sections.Class] = field(init=False)
+    cnps: dict[str, cos_sections.Cnp] = field(init=False)
+    scheds: dict[str, cos_sections.Sched] = field(init=False)
+    smaps: dict[str, dict[str, str]] = field(init=False)
+    drops: dict[str, tuple[float, float, float]] = field(init=False)
+    lossless: set[int] = field(init=False)
+    tables: dict[str, _Table] = field(init=False)
+
+    def __post_init__(self) -> None:
+        r, cos = self.r, self.cos
+        self.classes = cos_sections.classes(cos, r)
+        classifiers = cos_sections.classifiers(cos, r)
+        self.cnps = _section(r, cos, "congestion-notification-profile", cos_sections.cnps) or {}
+        self.scheds, self.smaps = _section(r, cos, "schedulers", cos_sections.schedulers) or ({}, {})
+        self.drops = _section(r, cos, "drop-profiles", cos_sections.drop_profiles) or {}
+        self.lossless = {c.pfc_priority if c.pfc_priority is not None else c.queue for c in self.classes.values()
+                         if c.no_loss}
+        self.tables = {}
+        for name, (kind, points) in classifiers.items():
+            mapping: dict[int, int] = {}
+            conflicts: dict[int, frozenset[int]] = {}
+            try:
+                for point, fcs in points.items():
+                    prios = frozenset(self.priority(fc, Where(r.source, None, name)) for fc in fcs)
+                    mapping[point] = min(prios)
+                    if len(prios) > 1:
+                        conflicts[point] = prios
+            except ParseError as exc:
+                # A class defined outside the excerpt: which priority its code points get is unknown.
+                r.warn(cos.line, bare(exc) + f"; classifier {name!r} is not used")
+                continue
+            self.tables[name] = ("dscp" if kind == "dscp" else "pcp", mapping, conflicts)
+
+    def priority(self, fc: str, where: Where) -> int:
+        cls = self.classes.get(fc)
         if cls is None:
             raise where.error(f"forwarding class {fc!r} is not defined under forwarding-classes")
         if cls.no_loss:
             return cls.pfc_priority if cls.pfc_priority is not None else cls.queue
-        return cls.queue if cls.queue not in lossless else 8 + cls.queue
+        return cls.queue if cls.queue not in self.lossless else 8 + cls.queue
 
-    to_queue = {priority(name, Where(source)): c.queue for name, c in classes.items()}
-    tables: dict[str, tuple[Trust, dict[int, int], dict[int, frozenset[int]]]] = {}
-    for name, (kind, points) in classifiers.items():
-        mapping: dict[int, int] = {}
-        conflicts: dict[int, frozenset[int]] = {}
-        try:
-            for point, fcs in points.items():
-                prios = frozenset(priority(fc, Where(source, None, name)) for fc in fcs)
-                mapping[point] = min(prios)
-                if len(prios) > 1:
-                    conflicts[point] = prios
-        except ParseError as exc:
-            # A class defined outside the excerpt: which priority its code points get is unknown.
-            r.warn(cos.line, bare(exc) + f"; classifier {name!r} is not used")
-            continue
-        tables[name] = ("dscp" if kind == "dscp" else "pcp", mapping, conflicts)
-
-    def pfc_of(cnp: cos_sections.Cnp) -> frozenset[int]:
+    def pfc_of(self, cnp: cos_sections.Cnp) -> frozenset[int]:
         prios = set(cnp.pcps) | set(cnp.flow_queues)
         if cnp.dscps:
-            prios |= lossless  # DSCP-based PFC pauses on the no-loss class's pfc-priority
+            prios |= self.lossless  # DSCP-based PFC pauses on the no-loss class's pfc-priority
         return frozenset(prios)
 
-    def queues_of(smap: str, where: Where) -> tuple[frozenset[int], dict[int, int], dict[int, EcnProfile]] | None:
+    def queues_of(self, smap: str, where: Where) -> tuple[frozenset[int], dict[int, int], dict[int, EcnProfile]] | None:
+        r = self.r
         strict: set[int] = set()
         weights: dict[int, int] = {}
         ecn: dict[int, EcnProfile] = {}
-        if smap not in smaps:
+        if smap not in self.smaps:
             r.warn(where.line, f"scheduler-map {smap!r} is not defined in this text; scheduling and ECN unknown")
             return None
-        for fc, sname in smaps[smap].items():
-            queue = classes[fc].queue if fc in classes else None
-            sched = scheds.get(sname)
+        for fc, sname in self.smaps[smap].items():
+            queue = self.classes[fc].queue if fc in self.classes else None
+            sched = self.scheds.get(sname)
             if queue is None or sched is None:
                 r.warn(where.line, f"scheduler-map {smap!r} names a class or scheduler this text does not define "
                                    f"({fc}, {sname}); scheduling and ECN unknown")
@@ -197,53 +211,45 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
                 strict.add(queue)
             if sched.percent is not None:
                 weights[queue] = sched.percent
-            if sched.drop_profile is not None and sched.drop_profile not in drops:
+            if sched.drop_profile is not None and sched.drop_profile not in self.drops:
                 r.warn(where.line, f"scheduler {sname!r} names drop-profile {sched.drop_profile!r}, which this text "
                                    "does not define; ECN unknown")
                 return None
             if sched.drop_profile is not None:
-                lo, hi, prob = drops[sched.drop_profile]
+                lo, hi, prob = self.drops[sched.drop_profile]
                 ecn[queue] = EcnProfile(round(lo), round(hi), prob, sched.ecn, unit="percent")
         return frozenset(strict), weights, ecn
 
-    ifaces: dict[str, tuple[int | None, bool]] = {}
-    try:
-        ifaces = cos_sections.interfaces(root, source)
-    except ParseError as exc:
-        r.warn(exc.line, bare(exc) + "; interface MTUs are left unknown")
-    ports: list[PortQos] = []
-    default: PortQos | None = None
-    seen_names: set[str] = set()
-    cos_ifaces = cos.child("interfaces")
-    for node in cos_ifaces.children if cos_ifaces else []:
-        name = node.words[0]
+    def port(self, node: Stanza, ifaces: dict[str, tuple[int | None, bool]]) -> PortQos:
+        """One ``class-of-service interfaces`` entry (``et-*`` included) as a port."""
+        r, name = self.r, node.words[0]
         cnp_ref = node.child("congestion-notification-profile")
         smap_ref = node.child("scheduler-map")
         cnp = None
         cnp_known = True
         if cnp_ref is not None and len(cnp_ref.words) > 1:
-            cnp = cnps.get(cnp_ref.words[1])
+            cnp = self.cnps.get(cnp_ref.words[1])
             if cnp is None:
                 cnp_known = False
                 r.warn(cnp_ref.line, f"congestion-notification-profile {cnp_ref.words[1]!r} is not defined in this "
                                      "text; PFC on this port is unknown")
-        queued = queues_of(smap_ref.words[1], smap_ref.where(source)) if smap_ref and len(smap_ref.words) > 1 \
+        queued = self.queues_of(smap_ref.words[1], smap_ref.where(r.source)) if smap_ref and len(smap_ref.words) > 1 \
             else None
         table = None
         table_known = True
         for unit in node.all("unit"):
             cl = unit.child("classifiers")
             for ref in cl.children if cl else []:
-                if len(ref.words) == 2 and ref.words[1] in tables:
-                    table = tables[ref.words[1]]
+                if len(ref.words) == 2 and ref.words[1] in self.tables:
+                    table = self.tables[ref.words[1]]
                 elif len(ref.words) == 2 and ref.words[1] != "default":
                     table_known = False
                     r.warn(ref.line, f"classifier {ref.words[1]!r} is not defined (or not read) in this text; "
                                      "classification unknown")
         mtu, routed = ifaces.get(name, (None, None))
-        port = PortQos(
+        return PortQos(
             name=name,
-            pfc_priorities=pfc_of(cnp) if cnp else (frozenset() if cnp_ref is None else None),
+            pfc_priorities=self.pfc_of(cnp) if cnp else (frozenset() if cnp_ref is None else None),
             trust=table[0] if table else None,
             dscp_to_priority=table[1] if table and table[0] == "dscp" and table_known else None,
             strict_queues=queued[0] if queued else None, queue_weights=queued[1] if queued else None,
@@ -251,14 +257,40 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             cable_length_m=cnp.cable_m if cnp else None,
             watchdog=cos_sections.watchdog(cnp) if cnp_known else None,
         )
-        if "*" in name:
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
+    root = _tree(r)
+    cos = _wrapped(root)
+    if cos is None:
+        return Deployed(device=device or device_from_source(source), kind="switch", format=FORMAT, source=source)
+    _mark(r, cos)
+    for top in root:
+        if top.words == ["system"]:
+            for child in top.all("host-name"):
+                r.use(child.line)
+    sections = _Cos(r, cos)
+    to_queue = {sections.priority(name, Where(source)): c.queue for name, c in sections.classes.items()}
+    ifaces: dict[str, tuple[int | None, bool]] = {}
+    try:
+        ifaces = cos_sections.interfaces(root, source)
+    except ParseError as exc:
+        r.warn(exc.line, bare(exc) + "; interface MTUs are left unknown")
+    ports: list[PortQos] = []
+    default: PortQos | None = None
+    cos_ifaces = cos.child("interfaces")
+    for node in cos_ifaces.children if cos_ifaces else []:
+        port = sections.port(node, ifaces)
+        if "*" in port.name:
             default = port
         else:
             ports.append(port)
-            seen_names.add(name)
+    seen_names = {p.name for p in ports}
     for name, (mtu, routed) in ifaces.items():
         if name not in seen_names and (name.startswith(("et-", "xe-", "ge-")) and (mtu or routed)):
             ports.append(PortQos(name=name, mtu=mtu, routed=routed))
+    tables = sections.tables
     conflicts = {d: p for t in tables.values() for d, p in t[2].items()}
     d = default or PortQos(name="*")
     dscp_tables = [t[1] for t in tables.values() if t[0] == "dscp"]
@@ -271,5 +303,5 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         queue_weights=dict(d.queue_weights or {}),
         watchdog=d.watchdog, cable_length_m=d.cable_length_m, ports=tuple(ports), dscp_conflicts=conflicts,
         complete=hostname is not None,
-        notes=("ECN thresholds are Junos fill levels in percent of the queue buffer",) if drops else (),
+        notes=("ECN thresholds are Junos fill levels in percent of the queue buffer",) if sections.drops else (),
     )
