@@ -160,3 +160,14 @@ def test_interrupted_without_a_terminal_prints_every_prompt_so_far(capsys: pytes
     out = capsys.readouterr().out
     assert "generated[0] (interrupted after 2 tokens): hi" in out
     assert "generated[1] (interrupted after 1 tokens): x" in out
+
+
+def test_an_empty_live_answer_still_gets_its_line() -> None:
+    import io
+
+    from tensorfabric.cli._stream import TokenStream
+
+    out = io.StringIO()
+    stream = TokenStream(_Bytes(), 1, out, live=True)
+    stream.finish()
+    assert out.getvalue() == "generated[0]: \n" and stream.shown

@@ -61,14 +61,14 @@ class TokenStream:
 
     @property
     def shown(self) -> bool:
-        """True once text reached the terminal (the final report then need not repeat it)."""
-        return self._started
+        """True when the text is on the terminal: the final report then does not repeat it."""
+        return self.live
 
     def finish(self) -> None:
-        """End the live line."""
+        """End the live line (an empty answer still gets its line: the report will not repeat it)."""
         with self._lock:
-            if self._started:
-                self._out.write("\n")
+            if self.live:
+                self._out.write("\n" if self._started else "generated[0]: \n")
                 self._out.flush()
 
     def partial(self) -> list[str]:
