@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tensorfabric.fabric.parsers import parse_text
+from tensorfabric.host.discovery import discover
+from tensorfabric.host.doctor import run_doctor
 from tensorfabric.host.nccl_conf import NCCL_VALUE_MAX, parse_nccl_conf, read_env_file
+
+SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 
 # Shapes seen in published nccl.conf files and issue threads (docs/formats/_nccl-conf.md); values changed.
 CONF = """\
@@ -56,3 +63,16 @@ def test_fabric_reads_a_conf_as_nccl_and_warns_naming_the_line(text: str, env: d
     assert dict(d.nccl_env) == env
     assert d.read is not None
     assert any(warned in w for w in d.read.warnings), d.read.warnings
+
+
+def test_doctor_names_the_nccl_conf_lines_nccl_would_not_read_as_meant(tmp_path: Path) -> None:
+    root = tmp_path / "host"
+    shutil.copytree(SYSFS / "mlx5-roce", root, symlinks=True)
+    (root / "etc").mkdir()
+    (root / "etc" / "nccl.conf").write_text("NCCL_IB_TC=106\nNCCL_IB_GID_INDEX = 3\nNCCL_IB_TC=0\n")
+    inv = discover(root)
+    assert dict(inv.nccl_conf) == {"NCCL_IB_TC": "106"}
+    found = [f for f in run_doctor(inv, environ={}).findings if f.rule == "env.nccl-conf-line"]
+    assert [(f.subject, f.severity) for f in found] == [("/etc/nccl.conf line 2", "warning"),
+                                                        ("/etc/nccl.conf line 3", "warning")]
+    assert "'NCCL_IB_GID_INDEX '" in found[0].message and "keeps the first value" in found[1].message

@@ -19,7 +19,7 @@ import re
 
 from tensorfabric.fsutil import locate_sysfs
 from tensorfabric.host.gids import Gid
-from tensorfabric.host.nccl_conf import parse_nccl_conf
+from tensorfabric.host.nccl_conf import EnvFile, parse_nccl_conf, read_env_file
 from tensorfabric.host.pci import GpuAffinity, chain_of, gpu_affinity
 from tensorfabric.host.records import Gpu, HostInventory, Memlock, NetDev, RdmaDevice, RdmaPort
 from tensorfabric.host.sysfs import Tree
@@ -45,13 +45,15 @@ def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
     limits = tree.read("proc/self/limits")
     route = tree.read("proc/net/route")
     conf = tree.read("etc/nccl.conf")
+    nccl_conf = read_env_file(enumerate(conf.split("\n"), 1), "nccl") if conf is not None else EnvFile({}, ())
     return HostInventory(
         root=str(where.root), rdma_devices=rdma, netdevs=netdevs, gpus=gpus, pci_paths=paths, pci_numa=numa,
         dev_infiniband=dev_ib, memlock=parse_memlock(limits) if limits is not None else None,
         default_route=parse_route(route) if route is not None else None,
         gdr_support=tuple(p for p in _PEERMEM if tree.exists(p)) + _peermem_modules(tree),
         in_container=any(tree.exists(m) for m in _CONTAINER_MARKERS),
-        nccl_conf=parse_nccl_conf(conf) if conf is not None else {},
+        nccl_conf=dict(nccl_conf.values),
+        nccl_conf_problems=tuple((a.line, a.problem) for a in nccl_conf.assignments if a.problem),
     )
 
 

@@ -133,6 +133,8 @@ class HostInventory:
     """Evidence that GPUDirect RDMA can work (peer-memory module paths found)."""
     in_container: bool = False
     nccl_conf: Mapping[str, str] = field(default_factory=dict)
+    nccl_conf_problems: tuple[tuple[int, str], ...] = ()
+    """``(line, why)`` for /etc/nccl.conf lines that do not set what they appear to (``host.nccl_conf``)."""
 
     @property
     def ports(self) -> tuple[RdmaPort, ...]:

@@ -37,6 +37,14 @@ def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
             yield found
 
 
+@register("env.nccl-conf")
+def nccl_conf(ctx: DoctorContext) -> Iterator[Finding]:
+    for line, why in ctx.inventory.nccl_conf_problems:
+        yield Finding("env.nccl-conf-line", "warning", f"/etc/nccl.conf line {line}", why, {"line": line},
+                      "write NAME=value on a line of its own, without spaces, quotes, 'export' or a trailing comment: "
+                      "NCCL reads the file literally and keeps the first value of a name")
+
+
 @register("env.net")
 def net(ctx: DoctorContext) -> Iterator[Finding]:
     if ctx.environ.get("NCCL_IB_DISABLE", "").strip() == "1":
