@@ -201,3 +201,40 @@ except Interrupted as exc:
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == []
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert f"tf-{name}-" not in ns
+
+
+# -- native noise: one line per failure; the C++ frame dump only in --debug's detail ---------------------------------
+
+NOISE = """
+import sys
+from _leak_workers import native_noise
+from tensorfabric.transfer.launch import SpawnError, spawn
+try:
+    print(spawn(native_noise, 2, args=(sys.argv[1] == "fail",), timeout_s=60, grace_s=5))
+except SpawnError as exc:
+    print("LINE:", exc)
+    print(exc.detail())
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fail", [True, False], ids=["peer-dies", "success"])
+def test_native_stderr_of_ranks_is_kept_for_debug_when_a_peer_dies(tmp_path: Path, fail: bool) -> None:
+    env = {**_env(tmp_path), "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests'}"}
+    done = subprocess.run([sys.executable, "-c", NOISE, "fail" if fail else "ok"], env=env, capture_output=True,
+                          text=True, timeout=100, check=False)
+    err = done.stderr.splitlines()
+    assert sum("python-level note from rank" in line for line in err) == 2  # Python's stderr is not captured
+    frames = [line for line in err
+              if line.startswith("frame #") or "Exception raised from" in line or "UCX  WARN" in line]
+    if fail:
+        assert frames == [], done.stderr[-2000:]
+        [line] = [line for line in done.stdout.splitlines() if line.startswith("LINE:")]
+        assert line.startswith("LINE: rank 0 process exited with code 17")
+        assert "native library output is shown with --debug" in line
+        # --debug shows the detail: every rank's dump is there, whole
+        assert done.stdout.count("frame #16: c10::Error") == 2 and done.stdout.count("UCX  WARN") == 2
+    else:
+        assert done.stdout.strip() == "[0, 1]"
+        assert len(frames) == 2 * 19  # a successful launch passes its ranks' native output on unchanged
+    assert list(tmp_path.iterdir()) == []

@@ -27,6 +27,12 @@ pipe per rank, not a ``multiprocessing.Queue``: a Queue's lock is a named POSIX 
 a random name with no pid in it) that only the launcher or multiprocessing's resource tracker unlinks, so a kill of
 the whole process group left it for ever; a pipe has no name. The ranks' scratch (UCX logs) is in the launcher's
 ``tf-spawn-<pid>-*`` directory, which the next launch removes once that pid is gone.
+
+Native noise: what C/C++ libraries in a rank write to file descriptor 2 (torch's TCPStore frame dumps when a peer
+dies, NIXL/UCX log lines) goes to ``rank<r>.native`` in that directory, while the rank's Python ``sys.stderr``
+(warnings, progress bars) stays on the launcher's stderr. When every rank succeeds, the captured text is passed on
+to the launcher's stderr as it would have been; when the launch fails it is kept in the failure's detail (shown by
+the CLI with ``--debug``) and the user sees one line per failure.
 """
 
 from __future__ import annotations
@@ -38,10 +44,11 @@ import os
 import pickle
 import signal
 import socket
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -57,6 +64,9 @@ _TORCHRUN_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 # Seconds a rank that exited cleanly may take before its result shows up on the queue (the queue's feeder
 # thread flushes on exit, but the parent can observe the exit code first).
 _REPORT_LAG_S = 3.0
+NATIVE_TAIL_BYTES = 64 * 1024
+"""How much of a failed rank's native stderr its :class:`RankFailure` keeps (a dying NCCL can repeat a line for
+ever)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +82,8 @@ class RankFailure:
     """The rank's traceback, or its Python stack when it was stopped: shown with ``--debug`` only."""
     input_error: bool = False
     """The rank raised :class:`~tensorfabric.errors.InputError` (bad input found inside a rank: exit 2)."""
+    native: str = ""
+    """What the rank's native libraries wrote to stderr (fd 2), its last :data:`NATIVE_TAIL_BYTES`: ``--debug`` only."""
 
     def line(self) -> str:
         return f"rank {self.rank} failed: {self.error}: {self.message}" if self.error else \
@@ -102,6 +114,8 @@ class SpawnError(TransferError):
         text = head.line() if head is not None else message
         if others > 0:
             text += f" ({others} other rank{'s' if others > 1 else ''} stopped after it)"
+        if any(c.native.strip() for c in self.causes.values()):
+            text += "; the ranks' native library output is shown with --debug"
         TensorFabricError.__init__(self, text)
         self.op, self.group, self.peer = "spawn", "", head.rank if head is not None else None
         self.summary = message
@@ -113,8 +127,10 @@ class SpawnError(TransferError):
         return f"{head.error}: {head.message}" if head is not None else None
 
     def detail(self) -> str:
-        """Every rank's traceback or stack, for ``--debug``."""
-        return "\n".join(f"--- rank {r} ---\n{c.detail.rstrip() or c.message}" for r, c in self.causes.items())
+        """Every rank's traceback or stack and its native stderr, for ``--debug``."""
+        return "\n".join(f"--- rank {r} ---\n{c.detail.rstrip() or c.message}"
+                         + (f"\n--- rank {r} native stderr ---\n{c.native.rstrip()}" if c.native.strip() else "")
+                         for r, c in self.causes.items())
 
 
 class SpawnInputError(SpawnError, InputError):
@@ -173,9 +189,21 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _capture_native_stderr(path: Path) -> None:
+    """Point fd 2 at ``path`` and give Python's ``sys.stderr`` a copy of the original descriptor, so only what
+    native code writes to fd 2 is captured."""
+    sys.stderr.flush()
+    original = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = open(original, "w", buffering=1, encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+
+
 def _child(rank: int, fn: Callable[..., Any], args: tuple[Any, ...], env: dict[str, str],
            results: Connection, stack_dir: str, parent: int) -> None:
     _die_with(parent)
+    _capture_native_stderr(Path(stack_dir) / f"rank{rank}.native")
     os.environ.update(env)
     stack_file = open(Path(stack_dir) / f"rank{rank}.stack", "w")  # noqa: SIM115 -- lives as long as the process
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
@@ -226,6 +254,12 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
             for reader, writer in pipes:
                 reader.close()
                 writer.close()
+        natives = [Path(stack_dir) / f"rank{r}.native" for r in range(nprocs)]
+        if failures:
+            failures = {r: replace(f, native=_tail(natives[r])) for r, f in failures.items()}
+        else:
+            for path in natives:
+                _relay(path)
     if failures:
         raise spawn_error(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values,
                           first=next(iter(failures)))
@@ -281,6 +315,25 @@ def _collect(procs: list[Any], readers: list[Connection], timeout_s: float, grac
     for rank, stack in zip(pending, stacks, strict=True):
         failures[rank] = RankFailure(rank, "", f"was still running when the launch stopped ({reason})", stack)
     return values, failures, reason
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - NATIVE_TAIL_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _relay(path: Path) -> None:
+    """A successful rank's native stderr, passed on to the launcher's fd 2 where it would have gone uncaptured."""
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 16):
+                os.write(2, chunk)
+    except OSError:
+        pass
 
 
 def _dump_stacks(procs: list[Any], stack_files: list[Path]) -> list[str]:
