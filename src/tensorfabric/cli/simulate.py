@@ -6,7 +6,8 @@ or Ray, with a Pareto plot and the setting that meets a budget (sim/sweep.py).
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,26 +24,26 @@ from tensorfabric.cli._options import (
 )
 from tensorfabric.errors import InputError
 from tensorfabric.sim.engine import ENGINE_NAMES
-from tensorfabric.topology import Fabric
 
-__all__ = ["cli"]
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from tensorfabric.fabric.sim_inputs import SimInputs
+    from tensorfabric.sim.report import SimulateReport
+    from tensorfabric.sim.results import SimResult
+
+__all__ = ["cli", "render"]
 
 DEFAULT_COUNTER_INTERVAL_S = 100e-6
 
 
-def _load_fabric(path: str) -> tuple[Fabric, tuple[float, float, float] | None]:
-    """The spec's fabric and its default ECN profile (Kmin, Kmax bytes, Pmax as a probability), if it has one."""
+def _load_fabric(path: str) -> SimInputs:
     try:
-        from tensorfabric.fabric.spec import load_spec
+        from tensorfabric.fabric.sim_inputs import sim_inputs
     except ImportError as exc:
         raise InputError(f"--fabric {path}: fabric spec support (tensorfabric.fabric.spec) is not installed") from exc
-    spec = load_spec(path)
-    topology = spec.to_topology()
-    if not isinstance(topology, Fabric):
-        raise InputError(f"--fabric {path}: the spec did not produce a fabric")
-    profile = spec.qos.ecn_for(None) if spec.qos is not None else None
-    ecn = None if profile is None else (float(profile.kmin), float(profile.kmax), float(profile.pmax) / 100.0)
-    return topology, ecn
+    return sim_inputs(path)
 
 
 class _WithSweep(click.Command):
@@ -103,24 +104,24 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
     """Simulate SCENARIO, one of the scenarios the simulator registers (an unknown name lists them).
 
     `tensorfabric simulate sweep SPEC.yaml` runs many scenarios instead (see its --help)."""
+    from tensorfabric.fsutil import write_files
+    from tensorfabric.sim.from_spec import with_spec_ecn
+    from tensorfabric.sim.plot import result_png
+    from tensorfabric.sim.report import counter_lines, simulate_report
     from tensorfabric.sim.scenarios import Overrides, plan, simulate
 
     if pace is not None and not counters:
         raise InputError("--wall-clock needs --counters FILE (the stream it writes in real time)")
     # Refused before the simulation, which can take minutes, rather than after it.
     refuse_existing({"--counters": counters, "--plot": plot}, force)
-    interval = counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None)
-    fabric, spec_ecn = _load_fabric(fabric_path) if fabric_path else (None, None)
-    if spec_ecn is not None:  # the spec's QoS plan is the default; flags still win
-        kmin = kmin if kmin is not None else int(spec_ecn[0])
-        kmax = kmax if kmax is not None else int(spec_ecn[1])
-        pmax = pmax if pmax is not None else spec_ecn[2]
-    overrides = Overrides(
+    spec = _load_fabric(fabric_path) if fabric_path else None
+    overrides = with_spec_ecn(Overrides(
         flows=flows, size_bytes=size, rate_bps=rate, kmin_bytes=kmin, kmax_bytes=kmax, pmax=pmax,
         headroom_bytes=headroom, xoff_bytes=xoff, step_s=step, dcqcn=dcqcn, duration_s=duration, seed=seed,
-        counter_interval_s=interval, acyclic=acyclic, pfc=not no_pfc, ecn=not no_ecn,
-        failed_links=tuple(_pair(text) for text in fail_links), layers=layers, tokens=tokens, batch=batch,
-        engine=engine)
+        counter_interval_s=counter_interval or (DEFAULT_COUNTER_INTERVAL_S if counters else None), acyclic=acyclic,
+        pfc=not no_pfc, ecn=not no_ecn, failed_links=tuple(_pair(text) for text in fail_links), layers=layers,
+        tokens=tokens, batch=batch, engine=engine), spec.ecn if spec else None)
+    fabric = spec.fabric if spec else None
     planned = plan(scenario, overrides, fabric)  # bad input fails here, before any work
     total = planned.config.duration_s / planned.config.step_s
     with progress(f"simulating {scenario}", total, enabled=None if not as_json else False) as advance:
@@ -128,27 +129,16 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
                           params_extra={"fabric": fabric_path} if fabric_path else None)
     if counters and pace is not None:
         _stream_counters(result, counters, pace, replace=force)
-    from tensorfabric.fsutil import write_files
-
     # Both outputs are made in memory first; a full or read-only disk then says which were written.
-    write_files([*([(counters, _counter_lines(result), None)] if counters and pace is None else []),
-                 *([(plot, _plot(result), None)] if plot else [])])
-    accuracy = _accuracy(result)
+    write_files([*([(counters, counter_lines(result), None)] if counters and pace is None else []),
+                 *([(plot, result_png(result), None)] if plot else [])])
+    report = simulate_report(result)
     if as_json:
-        emit_json({**result.to_dict(), "reference_error": accuracy})
+        sys.stdout.write(report.to_json())
+        sys.stdout.flush()
     else:
-        _render(result, accuracy)
-    # 1: bytes were dropped in a simulation that was meant to be lossless (PFC on).
-    return 1 if result.drops_bytes > 0 and result.params.get("pfc", True) else 0
-
-
-def _accuracy(result: Any) -> dict[str, Any] | None:
-    """Measured model error on the nearest packet-level reference scenario (None: no finished flow)."""
-    from tensorfabric.sim.accuracy import for_flows
-
-    done = [f for f in result.flows if f.fct_s is not None]
-    return for_flows([f.dst for f in done], [f.bytes for f in done], len(result.network.fabric.hosts),
-                     str(result.params.get("dcqcn", "none")))
+        render(report, console())
+    return report.exit_code
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -158,27 +148,14 @@ def _pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _counter_lines(result: Any) -> str:
-    from tensorfabric.sim.counters import counter_samples
-
-    cfg = result.params
-    lines = [s.to_json() for s in counter_samples(result.network, result.trace, priority=int(cfg["priority"]),
-                                                   mtu=int(cfg["mtu"]),
-                                                   lossless=bool(cfg.get("pfc", True)))]
-    return "\n".join(lines) + ("\n" if lines else "")
-
-
-def _stream_counters(result: Any, path: str, pace: float, replace: bool) -> None:
+def _stream_counters(result: SimResult, path: str, pace: float, replace: bool) -> None:
     """Append each snapshot at its wall-clock time (never over an existing file: it may be someone's data)."""
     import os
     import time
 
-    from tensorfabric.sim.counters import counter_samples
+    from tensorfabric.sim.report import counter_stream
     from tensorfabric.telemetry.wallclock import stretch
 
-    cfg = result.params
-    samples = counter_samples(result.network, result.trace, priority=int(cfg["priority"]), mtu=int(cfg["mtu"]),
-                              lossless=bool(cfg.get("pfc", True)))
     if replace and os.path.lexists(path):
         os.unlink(path)  # a symlink itself, never its target: "x" then refuses to follow one
     try:
@@ -186,60 +163,25 @@ def _stream_counters(result: Any, path: str, pace: float, replace: bool) -> None
     except FileExistsError as exc:
         raise InputError(f"--counters {path!r} exists; --wall-clock appends live, so give a new file") from exc
     with handle:
-        for wall, snapshot in stretch(samples, pace_s=pace, start=time.time()):
+        for wall, snapshot in stretch(counter_stream(result), pace_s=pace, start=time.time()):
             time.sleep(max(0.0, wall - time.time()))
             handle.write("".join(s.to_json() + "\n" for s in snapshot))
             handle.flush()
 
 
-def _plot(result: Any) -> bytes:
-    import matplotlib
+def render(report: SimulateReport, con: Console) -> None:
+    """The report for people: the outcome line, completion and model error, flows, paused ports, queues."""
+    from tensorfabric.units import format_duration, format_size
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from tensorfabric.fsutil import figure_png
-    from tensorfabric.sim.results import port_name
-
-    tr, net = result.trace, result.network
-    t_ms = tr.series_t * 1e3
-    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
-    top = np.argsort(-tr.edge_queue_max)[:4]
-    for e in top:
-        if tr.edge_queue_max[e] > 0:
-            axes[0].plot(t_ms, tr.series_queue[:, e] / 1e3, label=port_name(net, int(e)))
-    axes[0].set_ylabel("queue (KB)")
-    axes[0].legend(fontsize=7, loc="upper right")
-    axes[1].plot(t_ms, tr.series_paused.sum(axis=1), color="tab:red")
-    axes[1].set_ylabel("paused ports")
-    for f in range(min(8, tr.series_rate.shape[1])):
-        axes[2].plot(t_ms, tr.series_rate[:, f] / 1e9, label=f"flow {f}")
-    axes[2].set_ylabel("DCQCN rate (Gbit/s)")
-    axes[2].set_xlabel("time (ms)")
-    axes[2].legend(fontsize=7, loc="upper right", ncol=2)
-    fig.suptitle(f"tensorfabric simulate {result.scenario}")
-    fig.tight_layout()
-    return figure_png(fig, dpi=100)
-
-
-def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
-    from rich.table import Table
-
-    from tensorfabric.units import format_duration, format_rate, format_size
-
-    con = console()
-    flows = result.flows
-    done = [f.fct_s for f in flows if f.fct_s is not None]
+    result, done = report.result, report.completion_s
     con.print(f"[bold]{result.scenario}[/]: {format_duration(result.sim_time_s)} simulated in "
-              f"{result.wall_s:.2f}s wall ({result.params.get('engine', 'stepped')} engine), {len(flows)} flows "
-              f"({len(done)} finished), "
-              f"drops {format_size(result.drops_bytes, binary=False)}")
+              f"{result.wall_s:.2f}s wall ({result.params.get('engine', 'stepped')} engine), {len(result.flows)} "
+              f"flows ({len(done)} finished), drops {format_size(result.drops_bytes, binary=False)}")
     if done:
-        done.sort()
         con.print(f"completion: min {format_duration(done[0])}, median {format_duration(done[len(done) // 2])}, "
                   f"p99 {format_duration(done[min(len(done) - 1, int(0.99 * len(done)))])}, "
                   f"max {format_duration(done[-1])}")
+    accuracy = report.reference_error
     if accuracy is not None:
         e, worst = accuracy["rel_error"], accuracy["worst_abs_rel_error"]
         con.print(f"model error vs packet-level reference (htsim) on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
@@ -247,6 +189,16 @@ def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
                   f"{accuracy['flow_median_abs_rel_error']:.1%}; worst of {accuracy['draws']} ECMP draws "
                   f"p50 {worst['p50']:.1%}, p99 {worst['p99']:.1%}, max {worst['max']:.1%}" +
                   "".join(f"; {n}" for n in accuracy["notes"]))
+    con.print(_flows_table(result))
+    _render_ports(result, con)
+
+
+def _flows_table(result: SimResult) -> Table:
+    from rich.table import Table
+
+    from tensorfabric.units import format_duration, format_rate, format_size
+
+    flows = result.flows
     table = Table(title="flows", show_lines=False)
     for col in ("id", "src", "dst", "bytes", "fct", "mean rate", "tag"):
         table.add_column(col)
@@ -255,7 +207,14 @@ def _render(result: Any, accuracy: dict[str, Any] | None = None) -> None:
                       format_duration(f.fct_s) if f.fct_s is not None else "-", format_rate(f.mean_rate_bps), f.tag)
     if len(flows) > 12:
         table.add_row("...", f"{len(flows) - 12} more", "", "", "", "", "")
-    con.print(table)
+    return table
+
+
+def _render_ports(result: SimResult, con: Console) -> None:
+    from rich.table import Table
+
+    from tensorfabric.units import format_duration, format_size
+
     ports = Table(title="most paused ports")
     for col in ("port", "paused", "fraction", "frames"):
         ports.add_column(col)
@@ -301,7 +260,6 @@ def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, addr
     import yaml
 
     from tensorfabric.fsutil import read_input
-    from tensorfabric.sim.ecn import EcnConfig
     from tensorfabric.sim.executors import ExecutorOptions, make_executor
     from tensorfabric.sim.sweep import pending, plan_sweep, prepare_output, run_sweep
     from tensorfabric.sim.sweep_report import parse_budget, summarize_sweep, write_outputs
@@ -315,8 +273,10 @@ def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, addr
     fabric, ecn = None, None
     if spec.fabric is not None:
         fabric_path = os.path.join(os.path.dirname(spec_path), spec.fabric)
-        fabric, profile = _load_fabric(fabric_path)
-        ecn = EcnConfig(kmin_bytes=profile[0], kmax_bytes=profile[1], pmax=profile[2]) if profile else None
+        from tensorfabric.sim.from_spec import ecn_config
+
+        inputs = _load_fabric(fabric_path)
+        fabric, ecn = inputs.fabric, ecn_config(inputs.ecn)
     plan = plan_sweep(spec, fabric, ecn)
     limits = parse_budget(budget) if budget else parse_budget(spec.budget, "budget") if spec.budget else None
     folder = Path(out or f"{spec.name}-sweep")
