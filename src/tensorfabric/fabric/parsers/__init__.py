@@ -179,7 +179,7 @@ def _by_name(fmt: str, source: str) -> _Entry:
 
 def _understood_nothing(r: Reading, entry: _Entry, hint: str = "") -> ParseError:
     report = r.tally.report()
-    warned = f"; {len(report.warnings)} warning(s), first: {report.warnings[0]}" if report.warnings else ""
+    warned = f"; {len(report.warnings)} warning(s), first: {str(report.warnings[0])[:200]}" if report.warnings else ""
     return ParseError(
         f"read as {entry.name} but found nothing a lint rule can check: no {entry.name} QoS, PFC or interface "
         f"settings (expected {entry.expected}){_first_line(r)}{warned}{hint}", source=r.source)

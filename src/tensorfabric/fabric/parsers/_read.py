@@ -29,11 +29,19 @@ __all__ = ["Marker", "Reading", "TemplateError", "bare", "config_lines", "marker
 WHAT = "a switch or host QoS configuration"
 
 # Words a QoS statement carries. A line holding one that no rule read is "not understood" (listed); other lines
-# (descriptions, VLANs, routing) are "skipped". Literal alternatives only: linear on any line.
-_QOS_WORDS = re.compile(
-    r"qos|pfc|priority|flow-control|ecn|random-detect|wred|dscp|cos|queue|pause|watch-?dog|buffer|mtu|trust|"
-    r"schedul|traffic-class|no-drop|no-loss|code-point|forwarding-class|congestion|NCCL_|lossless|headroom|xoff|"
-    r"xon|cable", re.IGNORECASE)
+# (descriptions, VLANs, routing) are "skipped". Looked for as substrings of the lowercased line with str's own
+# search: a case-insensitive regex alternation of these words cost 0.11 s on one 64K-character line.
+_QOS_WORDS = ("qos", "pfc", "priority", "flow-control", "ecn", "random-detect", "wred", "dscp", "cos", "queue",
+              "pause", "watchdog", "watch-dog", "buffer", "mtu", "trust", "schedul", "traffic-class", "no-drop",
+              "no-loss", "code-point", "forwarding-class", "congestion", "nccl_", "lossless", "headroom", "xoff",
+              "xon", "cable")
+
+
+def qos_like(text: str) -> bool:
+    """Whether ``text`` carries a word of a QoS statement (any case, anywhere in it)."""
+    low = text.lower()
+    return any(word in low for word in _QOS_WORDS)
+
 
 # Raw templates: Jinja/Go actions ({% ... %}, {{ ... }}) never occur in a rendered config or in valid JSON.
 _TEMPLATE = re.compile(r"\{%|\{\{[^}\n]{0,200}\}\}")
@@ -106,7 +114,7 @@ class Reading:
         for line in self.text.lines:
             if line.kind == "command" and self.config_prompt(line) is None:
                 continue  # a shell command (cat, show ...): not a statement of the configuration
-            if line.kind in ("text", "command") and _QOS_WORDS.search(line.text) and not _comment(line.text):
+            if line.kind in ("text", "command") and qos_like(line.text) and not _comment(line.text):
                 self.tally.not_understood(line.number)
         if label is not None:
             self.tally.format = label
