@@ -6,11 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorfabric.fabric.parsers import parse_text
 from tensorfabric.host.discovery import discover
 from tensorfabric.host.doctor import run_doctor
-from tensorfabric.host.nccl_conf import NCCL_VALUE_MAX, parse_nccl_conf, read_env_file
+from tensorfabric.host.nccl_conf import NCCL_VALUE_MAX, Dialect, parse_nccl_conf, read_env_file
 
 SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 
@@ -76,3 +78,17 @@ def test_doctor_names_the_nccl_conf_lines_nccl_would_not_read_as_meant(tmp_path:
     assert [(f.subject, f.severity) for f in found] == [("/etc/nccl.conf line 2", "warning"),
                                                         ("/etc/nccl.conf line 3", "warning")]
     assert "'NCCL_IB_GID_INDEX '" in found[0].message and "keeps the first value" in found[1].message
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("NCL_IBTx=\"' #$\\t\\r\\nexport{}:-0123"), max_size=200),
+       dialect=st.sampled_from(["nccl", "shell"]))
+def test_any_text_is_read_or_listed_never_raises(text: str, dialect: Dialect) -> None:
+    env = read_env_file(enumerate(text.split("\n"), 1), dialect)
+    assert set(env.values) <= {a.name for a in env.assignments if a.effective}
+
+
+def test_a_ten_megabyte_line_is_read_in_linear_time() -> None:
+    line = "NCCL_ALGO=" + "ab #'\"" * 1_750_000
+    for dialect in ("nccl", "shell"):
+        read_env_file([(1, line), (2, "NCCL_IB_TC=106")], dialect)  # 10 MB: seconds if anything were quadratic
