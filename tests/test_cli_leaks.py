@@ -238,3 +238,19 @@ def test_native_stderr_of_ranks_is_kept_for_debug_when_a_peer_dies(tmp_path: Pat
         assert done.stdout.strip() == "[0, 1]"
         assert len(frames) == 2 * 19  # a successful launch passes its ranks' native output on unchanged
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(bool(_lab_skip()), reason=f"a lab needs namespaces: {_lab_skip()}")
+@pytest.mark.timeout(180)
+def test_a_lab_rank_failure_is_one_line_and_its_native_noise_is_detail(tmp_path: Path) -> None:
+    from _leak_workers import native_noise
+    from tensorfabric.lab.launch import LabRankError, run_lab
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests'}"}
+    with pytest.raises(LabRankError) as info:
+        run_lab("2x1gbit", native_noise, (True,), timeout_s=60, env=env, state_dir=tmp_path / "state")
+    line = str(info.value)
+    assert "\n" not in line and "frame #" not in line and "UCX" not in line
+    assert line == "lab 2x1gbit: rank 1 failed: ConnectionError: peer rank 0 closed the connection during all_reduce"
+    detail = info.value.detail()
+    assert "--- rank 0 (exit status 17) ---" in detail and detail.count("UCX  WARN") == 2

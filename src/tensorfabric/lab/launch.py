@@ -27,16 +27,35 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tensorfabric.errors import LabError
+from tensorfabric.errors import InputError, LabError
 from tensorfabric.fsutil import SCRATCH_ENV, scratch
 from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
 from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["run_distributed", "run_lab", "run_ranks", "wait_ranks"]
+__all__ = ["LabRankError", "LabRankInputError", "run_distributed", "run_lab", "run_ranks", "wait_ranks"]
 
 _TAIL_CHARS = 2000
 _POLL_S = 0.05
+
+
+class LabRankError(LabError):
+    """A rank of :func:`run_lab` failed: one line naming the first rank that raised, its exception class and
+    message; every rank's status and stderr (tracebacks, native library output) in :meth:`detail`, for ``--debug``."""
+
+    display_name = ""
+    """The CLI prints the message alone: it already names the rank and the exception class."""
+
+    def __init__(self, message: str, full: str) -> None:
+        super().__init__(message)
+        self.full = full
+
+    def detail(self) -> str:
+        return self.full
+
+
+class LabRankInputError(LabRankError, InputError):
+    """The first failing rank raised InputError (bad input found inside a rank): still exit 2."""
 
 
 def run_distributed(spec: str, argv: list[str], timeout_s: float = 600, *, python: str | None = None,
@@ -58,8 +77,11 @@ def run_lab(spec: str, fn: Callable[..., Any], args: Sequence[Any] = (), timeout
     with scratch("lab-job") as job:
         Path(job, "job.pkl").write_bytes(pickle.dumps((fn, tuple(args))))
         label = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)!s}"
-        run_ranks(spec, [python or sys.executable, "-m", "tensorfabric.lab.rank", job], timeout_s, env=env,
-                  state_dir=state_dir, grace_s=grace_s, label=label, name=name)
+        try:
+            run_ranks(spec, [python or sys.executable, "-m", "tensorfabric.lab.rank", job], timeout_s, env=env,
+                      state_dir=state_dir, grace_s=grace_s, label=label, name=name)
+        except LabError as exc:
+            raise _rank_error(spec, Path(job), hosts, exc) from None
         return [pickle.loads(Path(job, f"rank{rank}.result").read_bytes()) for rank in range(hosts)]
 
 
@@ -87,6 +109,26 @@ def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Map
         finally:
             for handle in (*outs, *errs):
                 handle.close()
+
+
+def _rank_error(spec: str, job: Path, hosts: int, exc: LabError) -> LabError:
+    """One line for the first rank that raised (by when its failure record was written); ``exc`` itself when no
+    rank raised (a rank died or hung: its status in the message is all there is)."""
+    raised = []
+    for rank in range(hosts):
+        path = job / f"rank{rank}.failure"
+        try:
+            raised.append((path.stat().st_mtime_ns, rank, pickle.loads(path.read_bytes())))
+        except (OSError, pickle.UnpicklingError, EOFError):
+            continue
+    if not raised:
+        return exc
+    _, rank, (error, message, input_error) = min(raised)
+    others = len(raised) - 1
+    text = f"lab {spec}: rank {rank} failed: {error}: {message}"
+    if others:
+        text += f" ({others} other rank{'s' if others > 1 else ''} also raised)"
+    return (LabRankInputError if input_error else LabRankError)(text, str(exc))
 
 
 def wait_ranks(polls: Sequence[Callable[[], int | None]], *, timeout_s: float, grace_s: float,

@@ -2,7 +2,8 @@
 
 Reads ``JOB_DIR/job.pkl`` (``(fn, args)``, pickled by the launcher), runs ``fn(RANK, *args)`` with the torchrun
 environment the lab set, and writes the pickled return value to ``JOB_DIR/rank<RANK>.result`` atomically. A
-failure prints its traceback on stderr and exits 1, which the launcher reports with the other ranks' status.
+failure writes ``(class name, one-line message, is InputError)`` to ``JOB_DIR/rank<RANK>.failure`` (the launcher's
+one line), prints its traceback on stderr (the detail, with whatever native libraries wrote there) and exits 1.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ def main(argv: list[str]) -> int:
     job = Path(argv[0])
     fn, args = pickle.loads((job / "job.pkl").read_bytes())
     rank = int(os.environ["RANK"])
-    value = fn(rank, *args)
+    try:
+        value = fn(rank, *args)
+    except BaseException as exc:
+        from tensorfabric.errors import InputError
+
+        failure = (type(exc).__name__, " ".join(str(exc).split())[:2000] or repr(exc), isinstance(exc, InputError))
+        atomic_write_bytes(job / f"rank{rank}.failure", pickle.dumps(failure))
+        raise
     atomic_write_bytes(job / f"rank{rank}.result", pickle.dumps(value))
     return 0
 
