@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,12 @@ from tensorfabric.cli._options import (
 )
 from tensorfabric.errors import InputError
 from tensorfabric.findings import exit_code_for
+
+if TYPE_CHECKING:
+    from tensorfabric.fabric.deployed import Deployed
+    from tensorfabric.fabric.headroom import HeadroomResult
+    from tensorfabric.fabric.lint import RuleStatus
+    from tensorfabric.findings import Finding
 
 __all__ = ["cli"]
 
@@ -118,34 +124,32 @@ def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str,
                  shp: bool, lossless_mtu: int, small_packet_pct: int, lanes: int | None, medium: str,
                  fabric_path: str | None, as_json: bool, explain: bool) -> int:
     """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
-    from tensorfabric.fabric.headroom import compute_headroom, default_lanes, headroom_from_table
+    from tensorfabric.fabric.headroom_query import HeadroomQuery, answer
 
     if fabric_path is not None:
         return _spec_headroom(Path(fabric_path), as_json)
     if speed is None or cable is None:
         raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --fabric FILE")
     if table_path is not None:
+        from tensorfabric.fabric.headroom import headroom_from_table
         from tensorfabric.fabric.headroom_table import load_table
 
         result = headroom_from_table(load_table(table_path), speed, cable, mtu)
         label = f"table {table_path}"
     else:
-        options: dict[str, Any] = {}
-        if model == "ieee":
-            options = {"medium": medium}
-        elif model == "vendor":
-            options = {"shared_headroom_pool": shp, "lanes": lanes}
-        elif model == "sonic":
-            eight = (lanes if lanes is not None else default_lanes(asic, speed)) == 8
-            options = {"shared_headroom_pool": shp, "lossless_mtu": lossless_mtu,
-                       "small_packet_pct": small_packet_pct, "eight_lanes": eight}
-        result = compute_headroom(speed, cable, mtu, model, asic, **options)
+        result = answer(HeadroomQuery(speed, cable, mtu, model, asic, shared_headroom_pool=shp, lanes=lanes,
+                                      lossless_mtu=lossless_mtu, small_packet_pct=small_packet_pct, medium=medium))
         label = f"{result.model} model" + (f", {asic}" if model == "sonic" else "")
     if as_json:
         emit_json(result.to_dict())
-        return 0
+    else:
+        _render_headroom(result, f"{label}, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}", explain)
+    return 0
+
+
+def _render_headroom(result: HeadroomResult, title: str, explain: bool) -> None:
     con = console()
-    con.print(f"{label}, {speed / 1e9:g}G, {cable:g} m, MTU {mtu}")
+    con.print(title)
     extra = "" if result.xon_offset_bytes is None else f"   xon_offset {result.xon_offset_bytes} B"
     con.print(f"xoff {result.xoff_bytes} B   xon {result.xon_bytes} B   size {result.size_bytes} B{extra}")
     if result.calibrated_on:
@@ -159,33 +163,24 @@ def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str,
         for term in result.terms:
             table.add_row(term.name, f"{term.value:,.1f}".rstrip("0").rstrip("."), term.unit, term.formula)
         con.print(table)
-    return 0
 
 
 def _spec_headroom(spec_path: Path, as_json: bool) -> int:
     from rich.table import Table
 
-    from tensorfabric.fabric.headroom import headroom_for_port
+    from tensorfabric.fabric.headroom_query import spec_headroom
 
     spec = _load(spec_path)
-    ports = []
-    for link in spec.links:
-        for end in (link.a, link.b):
-            configured = headroom_for_port(spec, end)
-            needed = headroom_for_port(spec, end, configured=False)
-            if configured is not None and needed is not None:
-                ports.append((end, configured, needed))
+    ports = spec_headroom(spec)
     if as_json:
-        emit_json({"ports": [
-            {"port": end, "peer": spec.peer_of(end), "model": r.model, "speed_bps": r.speed_bps, "cable_m": r.cable_m,
-             "mtu": r.mtu, "xoff_bytes": r.xoff_bytes, "xon_bytes": r.xon_bytes, "size_bytes": r.size_bytes,
-             "needed_xoff_bytes": need.xoff_bytes} for end, r, need in ports]})
+        emit_json({"ports": [p.to_dict() for p in ports]})
         return 0
     table = Table(title=f"headroom per port: {spec.name}")
     for col in ("port", "model", "speed", "cable", "mtu", "xoff", "xon", "size"):
         table.add_column(col, justify="left" if col in ("port", "model") else "right", no_wrap=col == "port")
-    for end, r, _ in ports:
-        table.add_row(end, r.model, f"{r.speed_bps / 1e9:g}G", f"{r.cable_m:g}m", str(r.mtu), str(r.xoff_bytes),
+    for p in ports:
+        r = p.configured
+        table.add_row(p.port, r.model, f"{r.speed_bps / 1e9:g}G", f"{r.cable_m:g}m", str(r.mtu), str(r.xoff_bytes),
                       str(r.xon_bytes), str(r.size_bytes))
     console().print(table)
     return 0
@@ -212,7 +207,7 @@ def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | Non
     if fabric_path is None and not deployed:
         raise InputError("fabric lint: give --fabric FILE (e.g. examples/fabric.yaml), --deployed FILE, or both")
     loaded = _load(Path(fabric_path)) if fabric_path is not None else None
-    records = []
+    records: list[Deployed] = []
     if deployed:
         from tensorfabric.fabric.parsers import parse_deployed
 
@@ -223,15 +218,26 @@ def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | Non
         raise InputError(f"--rule: {unknown[0]!r} is not a rule id; known: {', '.join(sorted(RULES))}")
     findings = lint_context(ctx, only=rules)
     status = rule_status(ctx, findings, only=rules)
+    if as_json:
+        _lint_json(records, findings, status)
+    else:
+        _render_reads(records)
+        _render_lint(findings, status)
+    return exit_code_for(findings)
+
+
+def _lint_json(records: Sequence[Deployed], findings: Sequence[Finding], status: Sequence[RuleStatus]) -> None:
     files = [{"source": r.source, "device": r.device, "format": r.format,
               "detection": r.detection.to_dict() if r.detection else None,
               "read": r.read.to_dict() if r.read else None} for r in records]
-    if as_json:
-        extra: dict[str, Any] = {"deployed": files, "rules": [s.to_dict() for s in status]}
-        if len(files) == 1:
-            extra["format"], extra["read"] = files[0]["format"], files[0]["read"]
-        render_findings(findings, as_json=True, extra=extra, title="fabric lint")
-        return exit_code_for(findings)
+    extra: dict[str, Any] = {"deployed": files, "rules": [s.to_dict() for s in status]}
+    if len(files) == 1:
+        extra["format"], extra["read"] = files[0]["format"], files[0]["read"]
+    render_findings(findings, as_json=True, extra=extra, title="fabric lint")
+
+
+def _render_reads(records: Sequence[Deployed]) -> None:
+    """Per deployed file: what was read, how its dialect was told, and its first warnings."""
     con = console()
     for record in records:
         if record.read is not None:
@@ -242,6 +248,10 @@ def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | Non
             con.print(f"  warning: {warning}", markup=False, highlight=False)
         if record.read is not None and len(record.read.warnings) > 5:
             con.print(f"  ... {len(record.read.warnings) - 5} more warnings (--json lists them)", highlight=False)
+
+
+def _render_lint(findings: Sequence[Finding], status: Sequence[RuleStatus]) -> None:
+    con = console()
     checked = [s for s in status if s.status == "checked"]
     open_ = [s for s in status if s.status == "undeterminable"]
     if findings:
@@ -259,7 +269,6 @@ def lint_cmd(fabric_path: str | None, deployed: tuple[Path, ...], fmt: str | Non
                   highlight=False)
     if len(open_) > 8:
         con.print(f"  ... {len(open_) - 8} more (--json lists every rule's status)", highlight=False)
-    return exit_code_for(findings)
 
 
 @cli.command("rules")
