@@ -50,6 +50,8 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "sonic-multiasic-cat-config-dbs.json": ("sonic", set()),
     "sonic-multiasic-backend-pfc-off.json": ("sonic", {"roce.dscp-not-lossless"}),
     "sonic-voq-linecard-keys.json": ("sonic", set()),
+    # a QUEUE naming a WRED profile and a scheduler the whole config_db's tables do not define
+    "sonic-wred-scheduler-undefined.json": ("sonic", {"config.undefined-reference"}),
     # Cisco NX-OS, Nexus 9000 and Nexus 3000 styles
     "nxos-n9k-recipe.nxos": ("nxos", set()),
     "nxos-n3k-named-classes.nxos": ("nxos", set()),
@@ -223,6 +225,10 @@ EDITS: list[tuple[str, str, str, str]] = [
     ("eos-7060x5-segments.eos", "watchdog action drop", "watchdog action no-drop", "pfcwd.no-drop-action"),
     ("sonic-sn4600-recipe.json", '"3": "3", "4": "0", "5": "0"', '"3": "2", "4": "0", "5": "0"',
      "buffer.lossless-pg-unbound"),
+    ("sonic-sn4600-recipe.json", '"wred_profile": "ROCE_LOSSLESS"', '"wred_profile": "ROCE_LOSSLES"',
+     "config.undefined-reference"),
+    ("sonic-sn4600-recipe.json", '"Ethernet0,Ethernet4|0": {"profile": "ingress_lossy_profile"}',
+     '"Ethernet0,Ethernet4|0": {"profile": "ingress_lossy"}', "config.undefined-reference"),
     ("eos-default-map-rewrite.eos", "traffic-class 3 to dscp 26", "traffic-class 3 to dscp 24", "dscp.egress-rewrite"),
     ("dell-z9664-roce.dellsonic", " mtu 9100\n", " mtu 1500\n", "mtu.lossless-class-too-small"),
     ("host-doroce-dscp-map.sh", "--pfc 0,0,0,1,0,0,0,0", "--pfc 0,0,0,1,1,0,0,0", "pfc.priority-unused"),

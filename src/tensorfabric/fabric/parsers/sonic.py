@@ -25,8 +25,11 @@ map listing one DSCP twice) are reported as DSCP conflicts rather than silently 
 
 Pastes are read table by table when the whole is not one JSON object: a table pasted without the outer braces
 (``"WRED_PROFILE": {...},``), a file after a ``$ cat`` prompt, or an excerpt cut at both ends. A table the excerpt
-cuts off is not used (its missing entries would read as absent); a reference to a map, profile or scheduler the
-text does not define leaves that fact unknown, with a warning.
+cuts off is not used (its missing entries would read as absent). A reference (PORT_QOS_MAP to a map, QUEUE to a
+WRED profile or scheduler, BUFFER_PG to a buffer profile) that the referenced table does not define is a defect of
+the config (``config.undefined-reference``: the device applies nothing for it) when that table is in the text whole
+and the text is not a partial view; otherwise the entry may lie outside the excerpt, so that fact is unknown, with a
+warning.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from tensorfabric.errors import ParseError
-from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Where,
     device_from_source,
@@ -288,6 +291,19 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
     def table(name: str) -> dict[str, dict[str, Any]]:
         return guarded(name, lambda: _table(db, name, at(name)), {}, f"{name} is not used")
 
+    defects: dict[tuple[str, str], ConfigDefect] = {}
+
+    def undefined(where: str, target: str, ref: str, what: str) -> None:
+        """A reference to an entry its table lacks: a defect when the table is in the text whole (the device
+        applies nothing for it); otherwise the entry may lie outside the excerpt, so only a warning."""
+        if target in db and not piecewise:
+            defects.setdefault((target, ref), ConfigDefect(lines.get(where), f"{where} names {target} {ref!r}, "
+                               f"which the {target} table does not define: {what} is not applied",
+                               f"define {target}|{ref} or point {where} at an entry {target} defines"))
+        else:
+            r.warn(lines.get(where), f"{where} names {target} {ref!r}, which this text does not define; "
+                                     f"{what} there is unknown")
+
     meta_table = table("DEVICE_METADATA")
     meta = meta_table.get("localhost", {})
     name = device or str(meta.get("hostname") or device_from_source(source))
@@ -335,8 +351,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             return None
         ref_name = _profile_name(str(ref))
         if ref_name not in known:
-            r.warn(lines.get("PORT_QOS_MAP"), f"PORT_QOS_MAP {field} names {ref_name!r}, which this text does not "
-                                              "define; that map is unknown")
+            undefined("PORT_QOS_MAP", _MAP_TABLES.get(field, field.upper()), ref_name, f"the {field}")
             return None
         return known[ref_name]
 
@@ -386,8 +401,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             profile = guarded("WRED_PROFILE", partial(_wred, wred[prof_name], at("WRED_PROFILE"), prof_name), None,
                               "ECN on the queues naming it is unknown") if prof_name in wred else None
             if prof_name not in wred:
-                r.warn(lines.get("QUEUE"), f"QUEUE|{key} names WRED_PROFILE {prof_name!r}, which this text does not "
-                                           "define; ECN there is unknown")
+                undefined("QUEUE", "WRED_PROFILE", prof_name, f"ECN on QUEUE|{key}")
             for port in ports:
                 if profile is None:
                     ecn_unknown.add(port)
@@ -397,8 +411,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             sched_name = _profile_name(str(entry["scheduler"]))
             sched = schedulers.get(sched_name)
             if sched is None:
-                r.warn(lines.get("QUEUE"), f"QUEUE|{key} names SCHEDULER {sched_name!r}, which this text does not "
-                                           "define; scheduling there is unknown")
+                undefined("QUEUE", "SCHEDULER", sched_name, f"scheduling of QUEUE|{key}")
                 sched_unknown.update(ports)
                 continue
             kind = str(sched.get("type", "")).upper()
@@ -425,6 +438,8 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             continue
         ports, pgs = split
         prof_ref = _profile_name(str(entry.get("profile", "NULL")))
+        if prof_ref != "NULL" and prof_ref not in profiles:
+            undefined("BUFFER_PG", "BUFFER_PROFILE", prof_ref, f"the buffer of BUFFER_PG|{key}")
         if prof_ref == "NULL" or prof_ref not in profiles:
             continue  # dynamic mode ("NULL") or a profile defined elsewhere: nothing to check here
         prof = profiles[prof_ref]
@@ -521,7 +536,12 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
         ports=tuple(ports_out),
         dscp_conflicts=conflicts,
         complete="DEVICE_METADATA" in db and "PORT" in db,
+        defects=tuple(defects.values()),
     )
+
+
+_MAP_TABLES = {"tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP"}
+"""PORT_QOS_MAP fields whose table is not the field's name in capitals."""
 
 
 def _local_voq_keys(db: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:

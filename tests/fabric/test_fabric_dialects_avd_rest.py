@@ -1,0 +1,61 @@
+"""Issue 27, the remaining reader items: SONiC references to entries a present table lacks are findings, a whole
+Cumulus traffic.conf is judged as whole, and Arista AVD structured YAML is read."""
+
+from __future__ import annotations
+
+from tensorfabric.fabric.deployed import Deployed
+from tensorfabric.fabric.lint import lint, lint_context, rule_status
+from tensorfabric.fabric.lint.view import build_context
+from tensorfabric.fabric.parsers import parse_deployed, parse_text
+
+from .fabric_core_paths import FIXTURES
+
+DIALECTS = FIXTURES / "dialects"
+UNDEFINED = "config.undefined-reference"
+
+
+def _rules(record: Deployed) -> set[str]:
+    return {f.rule for f in lint(None, [record])}
+
+
+# --- SONiC: an undefined reference is a finding only where the referenced table is in the text ----------------
+
+def test_sonic_queue_naming_entries_its_tables_lack_is_a_defect_each() -> None:
+    record = parse_deployed(DIALECTS / "sonic-wred-scheduler-undefined.json")
+    messages = sorted(d.message for d in record.defects)
+    assert len(messages) == 2
+    assert any("WRED_PROFILE 'ROCE_LOSSLESS'" in m for m in messages)
+    assert any("SCHEDULER 'scheduler.3'" in m for m in messages)
+    assert all(d.line is not None for d in record.defects)
+    assert _rules(record) == {UNDEFINED}
+
+
+def test_sonic_reference_to_a_table_not_in_the_text_is_a_warning_not_a_finding() -> None:
+    # The QUEUE table alone: the WRED profile and scheduler may be defined in the part not pasted.
+    text = ('{"PORT_QOS_MAP": {"Ethernet0": {"pfc_enable": "3"}}, "QUEUE": {"Ethernet0|3": '
+            '{"scheduler": "scheduler.1", "wred_profile": "ROCE"}}}')
+    record = parse_text(text, source="queue.json")
+    assert record.defects == ()
+    assert record.read is not None and any("WRED_PROFILE 'ROCE'" in w for w in map(str, record.read.warnings))
+    ctx = build_context(None, [record])
+    status = {s.rule: s.status for s in rule_status(ctx, lint_context(ctx))}
+    assert UNDEFINED not in _rules(record) and status["ecn.disabled"] == "undeterminable"
+
+
+def test_sonic_port_qos_map_naming_a_missing_map_of_a_present_table() -> None:
+    text = ('{"DSCP_TO_TC_MAP": {"AZURE": {"26": "3", "48": "6"}}, "TC_TO_PRIORITY_GROUP_MAP": {"AZURE": {"3": "3"}},'
+            ' "PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "ROCE", "tc_to_pg_map": "ROCE", "pfc_enable": "3"}}}')
+    record = parse_text(text, source="maps.json")
+    targets = sorted(d.message.split(" names ")[1].split(" ")[0] for d in record.defects)
+    assert targets == ["DSCP_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP"]
+    assert UNDEFINED in _rules(record)
+
+
+def test_sonic_hgetall_partial_view_never_turns_a_missing_entry_into_a_defect() -> None:
+    # Keys asked one by one: WRED_PROFILE|ROCE was simply not asked for.
+    text = ('admin@tor3:~$ redis-cli -n 4 hgetall "PORT_QOS_MAP|Ethernet16"\n 1) "pfc_enable"\n 2) "3"\n'
+            'admin@tor3:~$ redis-cli -n 4 hgetall "QUEUE|Ethernet16|3"\n 1) "wred_profile"\n 2) "ROCE"\n'
+            'admin@tor3:~$ redis-cli -n 4 hgetall "WRED_PROFILE|AZURE"\n 1) "ecn"\n 2) "ecn_all"\n'
+            ' 3) "green_min_threshold"\n 4) "250000"\n 5) "green_max_threshold"\n 6) "2097152"\n')
+    record = parse_text(text, source="dut.redis")
+    assert record.defects == ()
