@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from tensorfabric.fabric.sim_inputs import SimInputs
     from tensorfabric.sim.report import SimulateReport
     from tensorfabric.sim.results import SimResult
+    from tensorfabric.sim.sweep import SweepPlan
+    from tensorfabric.sim.sweep_report import Summary as SweepSummary
+    from tensorfabric.sim.sweep_spec import SweepSpec
 
 __all__ = ["cli", "render"]
 
@@ -257,27 +260,11 @@ def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, addr
     import os
     from pathlib import Path
 
-    import yaml
-
-    from tensorfabric.fsutil import read_input
     from tensorfabric.sim.executors import ExecutorOptions, make_executor
-    from tensorfabric.sim.sweep import pending, plan_sweep, prepare_output, run_sweep
+    from tensorfabric.sim.sweep import pending, prepare_output, run_sweep
     from tensorfabric.sim.sweep_report import parse_budget, summarize_sweep, write_outputs
-    from tensorfabric.sim.sweep_spec import parse_spec
 
-    try:
-        doc = yaml.safe_load(read_input(spec_path, "sweep spec"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"sweep spec {spec_path!r}: not YAML ({' '.join(str(exc).split())})") from None
-    spec = parse_spec(doc, spec_path)
-    fabric, ecn = None, None
-    if spec.fabric is not None:
-        fabric_path = os.path.join(os.path.dirname(spec_path), spec.fabric)
-        from tensorfabric.sim.from_spec import ecn_config
-
-        inputs = _load_fabric(fabric_path)
-        fabric, ecn = inputs.fabric, ecn_config(inputs.ecn)
-    plan = plan_sweep(spec, fabric, ecn)
+    spec, plan = _sweep_plan(spec_path)
     limits = parse_budget(budget) if budget else parse_budget(spec.budget, "budget") if spec.budget else None
     folder = Path(out or f"{spec.name}-sweep")
     prepare_output(folder, resume=resume, force=force)
@@ -301,7 +288,29 @@ def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, addr
     return 1 if limits is not None and summary.recommended is None else 0
 
 
-def _render_sweep(summary: Any, files: dict[str, str], where: str, on_spec: bool) -> None:
+def _sweep_plan(spec_path: str) -> tuple[SweepSpec, SweepPlan]:
+    """The sweep spec at ``spec_path`` and its scenarios, on the fabric spec it names (relative to it)."""
+    import os
+
+    import yaml
+
+    from tensorfabric.fsutil import read_input
+    from tensorfabric.sim.from_spec import ecn_config
+    from tensorfabric.sim.sweep import plan_sweep
+    from tensorfabric.sim.sweep_spec import parse_spec
+
+    try:
+        doc = yaml.safe_load(read_input(spec_path, "sweep spec"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"sweep spec {spec_path!r}: not YAML ({' '.join(str(exc).split())})") from None
+    spec = parse_spec(doc, spec_path)
+    if spec.fabric is None:
+        return spec, plan_sweep(spec, None, None)
+    inputs = _load_fabric(os.path.join(os.path.dirname(spec_path), spec.fabric))
+    return spec, plan_sweep(spec, inputs.fabric, ecn_config(inputs.ecn))
+
+
+def _render_sweep(summary: SweepSummary, files: dict[str, str], where: str, on_spec: bool) -> None:
     from rich.table import Table
 
     from tensorfabric.sim.sweep_report import show_setting
@@ -322,6 +331,14 @@ def _render_sweep(summary: Any, files: dict[str, str], where: str, on_spec: bool
         table.add_row(show_setting(o.setting), format_duration(w["fct_p99_s"]), f"{w['paused_fraction']:.2%}",
                       format_duration(w["fct_max_s"]), f"{w['drops_bytes']:.0f} B")
     con.print(table)
+    _render_pick(summary, on_spec, con)
+
+
+def _render_pick(summary: SweepSummary, on_spec: bool, con: Console) -> None:
+    """The recommended setting (or the closest), and where it goes in the fabric spec."""
+    from tensorfabric.sim.sweep_report import show_setting
+    from tensorfabric.units import format_duration
+
     if summary.budget is None:
         con.print("no budget given: pass --budget p99=2ms,paused=1% (or budget: in the spec) for a recommendation")
         return
