@@ -114,24 +114,24 @@ class Group:
             pending = start()
         except RuntimeError as exc:
             raise self._error(exc, op, peer) from exc
-        works = pending.works
+        if async_op:
+            return Handle(pending.works, lambda: self._finish(op, size, pending, result, peer, t0))
+        return self._finish(op, size, pending, result, peer, t0)
 
-        def finish() -> Any:
+    def _finish(self, op: str, size: int, pending: Pending, result: Any, peer: int | None, t0: float) -> Any:
+        works, then, waited = pending
+        if works:
             try:
                 for w in works:
                     w.wait()
             except RuntimeError as exc:
                 raise self._error(exc, op, peer) from exc
-            if pending.then is not None:
-                pending.then()
-            self.stats.record(op, "none", size, size, time.perf_counter() - t0)
-            if pending.waited is not None:
-                self.stats.record_wait(op, pending.waited)
-            return result
-
-        if async_op:
-            return Handle(works, finish)
-        return finish()
+        if then is not None:
+            then()
+        self.stats.record(op, "none", size, size, time.perf_counter() - t0)
+        if waited is not None:
+            self.stats.record_wait(op, waited)
+        return result
 
     def _coded(self, op: str, size: int, run: Callable[[], tuple[Any, int]], codec: str, async_op: bool) -> Any:
         """Run a compressed collective now (they complete synchronously: ``run`` returns the result and the wire
