@@ -9,7 +9,6 @@ canonical form gives (config_db.json, ``nv set`` commands), whatever the paste i
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -314,17 +313,18 @@ _HOSTILE = {
 }
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("line", list(_HOSTILE.values()), ids=list(_HOSTILE))
-def test_hostile_lines_cost_one_pass_of_each_pattern(line: str) -> None:
+def test_hostile_lines_end_for_each_pattern(line: str) -> None:
     # The patterns these readers add (tree lines, redis commands and replies, flat keys, markers), on the longest
-    # line the intake keeps: bounded classes, no nested quantifiers, so milliseconds, not seconds.
+    # line the intake keeps: bounded classes, no nested quantifiers. A backtracking pattern would run for hours on
+    # these lines, so the timeout is a hang bound, not a speed claim (the per-MB figure is benchmarks/intake_linear.py).
     patterns = [nvue_yaml._LINE, sonic_redis._COMMAND, sonic_redis._NUMBERED, sonic_redis._QUOTED,
                 *(p for _, p in (*nvue_yaml.MARKERS, *sonic_redis.MARKERS, *sonic.MARKERS))]
-    start = time.perf_counter()
     for pattern in patterns:
-        pattern.search(line)
-    list(_json_tables._HEADER.finditer(line))
-    assert time.perf_counter() - start < 0.5
+        match = pattern.search(line)
+        assert match is None or match.end() <= len(line)
+    assert all(m.end() <= len(line) for m in _json_tables._HEADER.finditer(line))
 
 
 def test_fixtures_exist() -> None:
