@@ -81,10 +81,13 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "eos-roce-remarked-egress.eos": ("eos", {"dscp.egress-rewrite"}),
     "eos-no-watchdog.eos": ("eos", {"pfcwd.absent"}),
     # Cumulus Linux: traffic.conf / qos_features.conf, NVUE transcripts, nv show qos roce
-    "cumulus-4x-roce.traffic_conf": ("cumulus-datapath", set()),
-    "cumulus-5x-qos_features.traffic_conf": ("cumulus-datapath", set()),
-    "cumulus-4x-xon-delta-zero.traffic_conf": ("cumulus-datapath", {"pfc.no-hysteresis"}),
-    "cumulus-4x-dscp-two-cos.traffic_conf": ("cumulus-datapath", {"dscp.conflict"}),
+    # whole files (classification through scheduling) without a pfc_watchdog group: no watchdog on their ports
+    "cumulus-4x-roce.traffic_conf": ("cumulus-datapath", {"pfcwd.absent"}),
+    "cumulus-5x-qos_features.traffic_conf": ("cumulus-datapath", {"pfcwd.absent"}),
+    "cumulus-4x-xon-delta-zero.traffic_conf": ("cumulus-datapath", {"pfc.no-hysteresis", "pfcwd.absent"}),
+    "cumulus-4x-dscp-two-cos.traffic_conf": ("cumulus-datapath", {"dscp.conflict", "pfcwd.absent"}),
+    "cumulus-5x-roce-watchdog.traffic_conf": ("cumulus-datapath", {"pfcwd.no-timers"}),  # switchd.conf timers: info
+    "cumulus-5x-watchdog-some-ports.traffic_conf": ("cumulus-datapath", {"pfcwd.absent", "pfcwd.no-timers"}),
     "cumulus-5x-nvue-transcript.nvue": ("nvue", set()),
     "cl5-leaf2-roce.nvshow": ("nvue-show", set()),
     "cl5-leaf3-lossy-mode.nvshow": ("nvue-show", {"roce.dscp-not-lossless"}),
@@ -218,7 +221,7 @@ EDITS: list[tuple[str, str, str, str]] = [
      "pfc.no-hysteresis"),
     ("cumulus-4x-roce.traffic_conf", "priority_group.control.weight = 0", "priority_group.control.weight = 8",
      "cnp.weighted"),
-    ("cumulus-4x-roce.traffic_conf", "pfc.port_group_list = [roce_pfc]", "pfc.port_group_list = [ROCE_PFC]",
+    ("cumulus-4x-roce.traffic_conf", "ecn_red.port_group_list = [roce_ecn]", "ecn_red.port_group_list = [ROCE_ECN]",
      "config.undefined-reference"),
     ("dell-z9664-roce.dellsonic", " dscp 48 traffic-class 6\n", "", "cnp.no-class"),
     ("junos-qfx5240-roce.junos", "priority strict-high;", "transmit-rate percent 5;", "cnp.weighted"),

@@ -59,3 +59,46 @@ def test_sonic_hgetall_partial_view_never_turns_a_missing_entry_into_a_defect() 
             ' 3) "green_min_threshold"\n 4) "250000"\n 5) "green_max_threshold"\n 6) "2097152"\n')
     record = parse_text(text, source="dut.redis")
     assert record.defects == ()
+
+
+# --- Cumulus traffic.conf / qos_features.conf: whole file or fragment ------------------------------------------
+
+def _status(record: Deployed) -> dict[str, str]:
+    ctx = build_context(None, [record])
+    return {s.rule: s.status for s in rule_status(ctx, lint_context(ctx))}
+
+
+def test_cumulus_whole_file_without_watchdog_reports_it_absent() -> None:
+    record = parse_deployed(DIALECTS / "cumulus-4x-roce.traffic_conf")
+    assert record.complete
+    assert "pfcwd.absent" in _rules(record) and _status(record)["pfcwd.absent"] == "checked"
+
+
+def test_cumulus_fragment_without_the_scheduling_section_leaves_the_watchdog_undeterminable() -> None:
+    text = (DIALECTS / "cumulus-4x-roce.traffic_conf").read_text()
+    cut = text.split("# scheduling algorithm")[0]  # head -n: the last section is not in the paste
+    record = parse_text(cut, source="leaf.traffic_conf")
+    assert not record.complete and record.port("swp1").pfc_priorities == frozenset({3})
+    assert "pfcwd.absent" not in _rules(record)
+    assert _status(record)["pfcwd.absent"] == "undeterminable"
+
+
+def test_cumulus_watchdog_groups_are_read_per_port() -> None:
+    record = parse_deployed(DIALECTS / "cumulus-5x-watchdog-some-ports.traffic_conf")
+    assert record.complete
+    on = record.port("swp16").watchdog
+    assert on is not None and on.enabled and on.detection_ms is None
+    assert record.port("swp17").watchdog is None
+    findings = lint(None, [record])
+    absent = sorted(f.subject.split(" port ")[1] for f in findings if f.rule == "pfcwd.absent")
+    assert absent == [f"swp{n}" for n in sorted(range(17, 25), key=str)]
+    info = [f for f in findings if f.rule == "pfcwd.no-timers"]
+    assert info and all(f.severity == "info" and "switchd.conf" in f.message for f in info)
+
+
+def test_cumulus_watchdog_group_naming_keys_of_another_name_is_a_defect() -> None:
+    text = (DIALECTS / "cumulus-5x-roce-watchdog.traffic_conf").read_text().replace(
+        "pfc_watchdog.port_group_list = [pfc_wd_port_group]", "pfc_watchdog.port_group_list = [pfcwd_ports]")
+    record = parse_text(text, source="leaf.traffic_conf")
+    assert any("pfc_watchdog.port_group_list names 'pfcwd_ports'" in d.message for d in record.defects)
+    assert {UNDEFINED, "pfcwd.absent"} <= _rules(record)

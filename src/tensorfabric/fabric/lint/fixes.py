@@ -84,7 +84,9 @@ def watchdog(fmt: str) -> str:
                 f"nv set qos pfc-watchdog robustness {max(1, _DET // _POLL)}",
         "nvue-show": f"nv set interface <port> qos pfc-watchdog; nv set qos pfc-watchdog polling-interval {_POLL}",
         "cumulus-datapath": "pfc_watchdog.port_group_list = [pfc_wd_port_group]; "
-                            "pfc_watchdog.pfc_wd_port_group.port_set = <ports> (qos_features.conf)",
+                            "pfc_watchdog.pfc_wd_port_group.port_set = <ports> (qos_features.conf); "
+                            f"pfc_wd.poll_interval = {_POLL}, pfc_wd.robustness = {max(1, _DET // _POLL)} "
+                            "(/etc/cumulus/switchd.conf)",
         "junos": "set class-of-service congestion-notification-profile <cnp> pfc-watchdog (watchdog-action drop)",
         "onyx": "interface ethernet <port> pfc-wd",
     }, f"configure the PFC watchdog ({roce.PFCWD_ACTION}, {_DET} ms detection / {_RES} ms restoration, "

@@ -24,7 +24,9 @@ _PASS_STORM = {"no-drop": "EOS 'action no-drop' keeps the stuck queue lossless",
                "alert": "SONiC 'alert' only logs the storm"}
 # What a platform runs when the config enables the watchdog without timers (SONiC: `pfcwd start_default`,
 # sonic-utilities pfcwd/main.py); other platforms' defaults are not documented per release, so they stay unnamed.
-_PLATFORM_DEFAULTS = {"sonic": "detection 200 ms, restoration 200 ms, poll 200 ms (pfcwd start_default)"}
+_PLATFORM_DEFAULTS = {"sonic": "detection 200 ms, restoration 200 ms, poll 200 ms (pfcwd start_default)",
+                      "cumulus-datapath": "poll 100 ms, mitigation after 3 polls (pfc_wd.poll_interval and "
+                                          "pfc_wd.robustness in /etc/cumulus/switchd.conf)"}
 
 
 @rule(OFF, "error", "R10", "PFC watchdog disabled on a lossless switch port")

@@ -12,8 +12,16 @@ reads keys by the listed name, so a list naming one group and keys naming anothe
 read as what the switch does (nothing) and reported as a defect of the file, which ``fabric lint`` turns into a
 finding; NVIDIA's own RoCE page printed such a file.
 
+``pfc_watchdog.port_group_list`` groups (5.x ``qos_features.conf``) put the PFC watchdog on their ``port_set``; its
+timers live in ``/etc/cumulus/switchd.conf`` (``pfc_wd.poll_interval``, ``pfc_wd.robustness``), not here.
+
 A file pasted in part is read for what it holds: DSCP lists that do not cover all 64 DSCPs leave the map unknown
 (an unlisted DSCP would otherwise read as priority 0), a group without its ``ecn_enable`` line leaves ECN unknown.
+A file is read as whole (a feature it does not configure is off, so a lossless port outside every
+``pfc_watchdog`` group has no watchdog) when it holds both the first section of the shipped file,
+``traffic.packet_priority_source_set``, and its egress scheduling section, which comes last (4.x
+``scheduling.algorithm`` / ``priority_group.NAME.weight``, 5.x ``default_egress_sched.*``): the sections sit in a fixed
+order, so an excerpt that holds both holds everything between them. Otherwise a missing watchdog is unknown.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from tensorfabric.errors import ParseError
-from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust
+from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int
 from tensorfabric.fabric.parsers._read import Reading, bare, markers
 
@@ -42,10 +50,12 @@ MARKERS = markers(
     ("priority_group.*", r"^\s*#?\s*priority_group\.\w+\.(?:cos_list|weight)\s*="),
     ("default_egress_sched.*", r"^\s*default_egress_sched\.cos_\d"),
     ("link_pause.*", r"^\s*#?\s*link_pause\.[\w.-]+\s*="),
+    ("pfc_watchdog.*", r"^\s*#?\s*pfc_watchdog\.[\w.-]+\s*="),
 )
 _LINE = re.compile(r"^([A-Za-z0-9_.-]+)[ \t]*=[ \t]*(.*)$")
 _PORT = re.compile(r"^([a-z]+\d*s|[a-z]+)(\d+)(?:-(?:[a-z]+\d*s|[a-z]+)?(\d+))?$")
-_PREFIXES = ("traffic.", "pfc.", "ecn_red.", "priority_group.", "default_egress_sched.", "link_pause.", "scheduling.")
+_PREFIXES = ("traffic.", "pfc.", "ecn_red.", "priority_group.", "default_egress_sched.", "link_pause.", "scheduling.",
+             "pfc_watchdog.")
 _SOURCES: dict[frozenset[str], Trust] = {
     frozenset({"dscp"}): "dscp", frozenset({"802.1p"}): "pcp", frozenset({"cos"}): "pcp",
     frozenset({"802.1p", "dscp"}): "pcp,dscp", frozenset({"cos", "dscp"}): "pcp,dscp",
@@ -83,6 +93,10 @@ def _bool(value: str, where: Where) -> bool:
     if value.lower() not in ("true", "false"):
         raise where.error(f"{value!r} must be true or false")
     return value.lower() == "true"
+
+
+_WATCHDOG = Watchdog(enabled=True)
+"""What a pfc_watchdog group says: on; the action and timers are switchd.conf's (not in this file)."""
 
 
 @dataclass
@@ -182,12 +196,13 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     for name, group in groups("ecn_red").items():
         with r.statement(numbers.get("ecn_red.port_group_list")):
             _ecn_group(name, group, ports, r)
-    for group in groups("link_pause").values():
-        pset = group.get("port_set")
-        if pset is not None:
-            with r.statement(pset[1].line):
-                for name in _ports(*pset):
-                    ports.setdefault(name, {})["link_pause"] = True
+    for feature, attr, value in (("link_pause", "link_pause", True), ("pfc_watchdog", "watchdog", _WATCHDOG)):
+        for group in groups(feature).values():
+            pset = group.get("port_set")
+            if pset is not None:
+                with r.statement(pset[1].line):
+                    for name in _ports(*pset):
+                        ports.setdefault(name, {})[attr] = value
 
     strict: set[int] = set()
     weights: dict[int, int] = {}
@@ -219,7 +234,11 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         cable_length_m=p.get("cable"),  # type: ignore[arg-type]
         ecn=p.get("ecn"),  # type: ignore[arg-type]
         link_pause=p.get("link_pause"),  # type: ignore[arg-type]
+        watchdog=p.get("watchdog"),  # type: ignore[arg-type]
     ) for name, p in ports.items())
+    scheduling = "scheduling.algorithm" in values or any(
+        k.startswith("default_egress_sched.") or (k.startswith("priority_group.") and k.endswith(".weight"))
+        for k in values)
     return Deployed(
         device=device or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dscp, trust=trust, strict_queues=frozenset(strict) if sched_known else None,
@@ -229,7 +248,9 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         pfc_priorities=default.get("pfc") if default else None,  # type: ignore[arg-type]
         ecn=default.get("ecn") if default else None,  # type: ignore[arg-type]
         headroom=default.get("headroom", {}) if default else {},  # type: ignore[arg-type]
+        watchdog=default.get("watchdog") if default else None,  # type: ignore[arg-type]
         ports=out, dscp_conflicts=conflicts, defects=tuple(defects),
+        complete="traffic.packet_priority_source_set" in values and scheduling,
     )
 
 

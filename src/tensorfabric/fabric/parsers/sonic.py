@@ -293,7 +293,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
 
     defects: dict[tuple[str, str], ConfigDefect] = {}
 
-    def undefined(where: str, target: str, ref: str, what: str) -> None:
+    def undefined(where: str, target: str, ref: str, what: str, unknown: str) -> None:
         """A reference to an entry its table lacks: a defect when the table is in the text whole (the device
         applies nothing for it); otherwise the entry may lie outside the excerpt, so only a warning."""
         if target in db and not piecewise:
@@ -301,8 +301,7 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
                                f"which the {target} table does not define: {what} is not applied",
                                f"define {target}|{ref} or point {where} at an entry {target} defines"))
         else:
-            r.warn(lines.get(where), f"{where} names {target} {ref!r}, which this text does not define; "
-                                     f"{what} there is unknown")
+            r.warn(lines.get(where), unknown)
 
     meta_table = table("DEVICE_METADATA")
     meta = meta_table.get("localhost", {})
@@ -351,7 +350,8 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             return None
         ref_name = _profile_name(str(ref))
         if ref_name not in known:
-            undefined("PORT_QOS_MAP", _MAP_TABLES.get(field, field.upper()), ref_name, f"the {field}")
+            undefined("PORT_QOS_MAP", _MAP_TABLES.get(field, field.upper()), ref_name, f"the {field}",
+                      f"PORT_QOS_MAP {field} names {ref_name!r}, which this text does not define; that map is unknown")
             return None
         return known[ref_name]
 
@@ -401,7 +401,9 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             profile = guarded("WRED_PROFILE", partial(_wred, wred[prof_name], at("WRED_PROFILE"), prof_name), None,
                               "ECN on the queues naming it is unknown") if prof_name in wred else None
             if prof_name not in wred:
-                undefined("QUEUE", "WRED_PROFILE", prof_name, f"ECN on QUEUE|{key}")
+                undefined("QUEUE", "WRED_PROFILE", prof_name, f"ECN on QUEUE|{key}",
+                          f"QUEUE|{key} names WRED_PROFILE {prof_name!r}, which this text does not define; ECN "
+                          "there is unknown")
             for port in ports:
                 if profile is None:
                     ecn_unknown.add(port)
@@ -411,7 +413,9 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
             sched_name = _profile_name(str(entry["scheduler"]))
             sched = schedulers.get(sched_name)
             if sched is None:
-                undefined("QUEUE", "SCHEDULER", sched_name, f"scheduling of QUEUE|{key}")
+                undefined("QUEUE", "SCHEDULER", sched_name, f"scheduling of QUEUE|{key}",
+                          f"QUEUE|{key} names SCHEDULER {sched_name!r}, which this text does not define; scheduling "
+                          "there is unknown")
                 sched_unknown.update(ports)
                 continue
             kind = str(sched.get("type", "")).upper()
@@ -439,7 +443,9 @@ def _parse_db(db: dict[str, Any], dups: Dups, r: Reading, lines: Mapping[str, in
         ports, pgs = split
         prof_ref = _profile_name(str(entry.get("profile", "NULL")))
         if prof_ref != "NULL" and prof_ref not in profiles:
-            undefined("BUFFER_PG", "BUFFER_PROFILE", prof_ref, f"the buffer of BUFFER_PG|{key}")
+            undefined("BUFFER_PG", "BUFFER_PROFILE", prof_ref, f"the buffer of BUFFER_PG|{key}",
+                      f"BUFFER_PG|{key} names BUFFER_PROFILE {prof_ref!r}, which this text does not define; its "
+                      "headroom is unknown")
         if prof_ref == "NULL" or prof_ref not in profiles:
             continue  # dynamic mode ("NULL") or a profile defined elsewhere: nothing to check here
         prof = profiles[prof_ref]
