@@ -42,8 +42,12 @@ lint: dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
+# Two phases: the suite on two xdist workers (one file per worker at a time, so module fixtures are built once),
+# then the tests marked serial alone: wall-clock bounds, machine-wide state, real-time servers (tests/conftest.py).
+PYTEST := PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cacheprovider
 pytest: dev tools
-	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cacheprovider
+	$(PYTEST) -n 2 --dist loadfile -m "not serial"
+	$(PYTEST) -m serial
 
 test: lint pytest
 
