@@ -81,7 +81,7 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
         qos_files: tuple[str, ...], gids_path: str | None, ucx_path: str | None, require_rdma: bool,
         nccl_tests_path: str | None, line_rate: str | None, as_json: bool) -> int:
     """Check this host's RDMA/NCCL setup; exit 1 if any finding is an error, 2 for bad input."""
-    from tensorfabric.cli._common import console, render_findings
+    from tensorfabric.cli._common import render_findings
     from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.doctor import run_doctor
@@ -111,15 +111,23 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
         extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
         render_findings(report.findings, as_json=True, extra=extra)
         return report.exit_code
+    _render(report, f"--sysfs-root {where.note}", log, ucx, perf, gids)
+    return report.exit_code
+
+
+def _render(report: DoctorReport, where: str, log: NcclLogReport | None, ucx: UcxLogReport | None,
+            perf: NcclTestsReport | None, gids: GidCapture | None) -> None:
+    """For people: the host in one line, then what each pasted input says, then the findings."""
+    from tensorfabric.cli._common import console, render_findings
+
     con = console()
     host = report.host_summary()
     ports = ", ".join(f"{p['port']} {p['link_layer'] or '?'} {p['state'] or '?'}" for p in host["rdma_ports"])
     con.print(f"host {host['root']}: RDMA ports: {ports or 'none'}; GPUs: {host['gpus']}; "
-              f"TCP path: {report.tcp_path.interface or 'none'}; --sysfs-root {where.note}")
+              f"TCP path: {report.tcp_path.interface or 'none'}; {where}")
     for line in _read_lines(report, log, ucx, perf, gids):
         con.print(line, markup=False)
     render_findings(report.findings, as_json=False, title="Doctor findings")
-    return report.exit_code
 
 
 def _software(inv: HostInventory) -> dict[str, str]:
