@@ -46,3 +46,13 @@ def test_renderer_first_line_names_the_model_and_link(capsys: pytest.CaptureFixt
     assert main(["fabric", "headroom", "--speed", "400G", "--cable", "5m", "--model", "sonic",
                  "--asic", "spectrum3"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "sonic model, spectrum3, 400G, 5 m, MTU 9100"
+
+
+def test_asic_names_add_the_preset_only_families_after_the_modelled_ones() -> None:
+    from tensorfabric.fabric.headroom import ASICS
+    from tensorfabric.fabric.headroom_query import asic_names
+
+    names = asic_names(tuple(ASICS))
+    assert names[:len(ASICS)] == tuple(ASICS)
+    assert "tomahawk" in names and not any(n.endswith("-shp") for n in names)
+    assert len(set(names)) == len(names)

@@ -49,10 +49,9 @@ def _load(path: Path) -> Any:
 
 
 def _with_presets(asics: Sequence[str]) -> tuple[str, ...]:
-    """The sonic model's ASICs, then the families only a vendor preset knows (Broadcom)."""
-    from tensorfabric.fabric.headroom_presets import PRESETS
+    from tensorfabric.fabric.headroom_query import asic_names
 
-    return (*asics, *(n for n in PRESETS.names() if not n.endswith("-shp") and n not in asics))
+    return asic_names(asics)
 
 
 @click.group("fabric")

@@ -7,6 +7,7 @@ may give, so a caller states the link once and the model decides what matters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,15 @@ from tensorfabric.fabric.headroom import HeadroomResult, compute_headroom, defau
 if TYPE_CHECKING:
     from tensorfabric.fabric.spec import FabricSpec
 
-__all__ = ["HeadroomQuery", "PortHeadroom", "answer", "model_options", "spec_headroom"]
+__all__ = ["HeadroomQuery", "PortHeadroom", "answer", "asic_names", "model_options", "spec_headroom"]
+
+
+def asic_names(modelled: Sequence[str]) -> tuple[str, ...]:
+    """The ASIC families a user may name: those the formula models know, then the families only a vendor preset
+    knows (Broadcom); a preset's SKU-group variants (``-shp``) are left to ``--asic``'s help."""
+    from tensorfabric.fabric.headroom_presets import PRESETS
+
+    return (*modelled, *(n for n in PRESETS.names() if not n.endswith("-shp") and n not in modelled))
 
 
 @dataclass(frozen=True, slots=True)
