@@ -148,7 +148,10 @@ class Firmware:
         self.inbox = np.zeros((self.depth, n), dtype=bool)
         self.np_next = np.zeros(n)
         self.seen_cnp = np.zeros(n, dtype=bool)
-        self.cnp_alpha = np.zeros(n, dtype=bool)
+        # Alpha periods in which a CNP arrived since alpha was last applied, and the last such period per flow:
+        # without CNP pacing (the HPCC simulator's DCQCN) a CNP can arrive in every 1 us period of a tick.
+        self.cnp_periods = np.zeros(n)
+        self.last_cnp_period = np.full(n, -1, dtype=np.int64)
         self.cnp_dec = np.zeros(n, dtype=bool)
         self.timer_stage = np.zeros(n)
         self.byte_stage = np.zeros(n)
@@ -187,18 +190,24 @@ class Firmware:
             first = arrived & ~self.seen_cnp
             self.alpha[first] = c.initial_alpha
             self.seen_cnp |= arrived
-            self.cnp_alpha |= arrived
+            period = int((t + 0.5) * self.dt / c.alpha_period_s)
+            fresh = arrived & (self.last_cnp_period != period)
+            self.cnp_periods += fresh
+            self.last_cnp_period[arrived] = period
             self.cnp_dec |= arrived
         self.bytes_since += sent_bytes
         # Alpha, decrease and increase are evaluated on the rate-reduce monitor tick (4 us by default).
-        # Alpha's 1 us periods in between are applied together: with at most one CNP per flow per
-        # MIN_TIME_BETWEEN_CNPS (4 us) that is the same as applying them one by one.
+        # Alpha's 1 us periods in between are applied together, counting those in which a CNP arrived.
         if (t + 1) % self.tick_steps:
             return
         periods = int((now - self.alpha_time) / c.alpha_period_s + 1e-6)
         if periods > 0:
-            self.alpha = self.alpha * (1 - c.g) ** periods + c.g * self.cnp_alpha
-            self.cnp_alpha[:] = False
+            # k periods with a CNP among them, taken as the last k: alpha (1-g)^P + 1 - (1-g)^k, which for
+            # k <= 1 (CNPs paced at least a tick apart, the firmware default) is exactly alpha (1-g)^P + k g.
+            k = np.minimum(self.cnp_periods, periods)
+            gain = np.where(k <= 1, c.g * k, 1 - (1 - c.g) ** k)
+            self.alpha = self.alpha * (1 - c.g) ** periods + gain
+            self.cnp_periods[:] = 0.0
             self.alpha_time += periods * c.alpha_period_s
         dec = self.cnp_dec
         if np.count_nonzero(dec):
