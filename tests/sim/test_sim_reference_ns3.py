@@ -107,6 +107,7 @@ def test_paper_parameters_map_their_timers_and_drop_the_hyper_increase() -> None
     ns3 = from_paper(PaperDcqcn())
     assert (ns3.rate_decrease_interval_us, ns3.alpha_resume_interval_us, ns3.rp_timer_us) == (50, 55, 55)
     assert ns3.fast_recovery_times == 5 and ns3.rate_hai_bps == ns3.rate_ai_bps == 40e6
+    assert ns3.clamp_target_rate  # the paper sets R_T <- R_C on every cut
     ecn = EcnConfig(kmin_bytes=5_000, kmax_bytes=200_000, pmax=0.01)
     cfg = _config(config_text(dcqcn=ns3, ecn=ecn, rates=(40e9, 100e9)))
     assert cfg["KMIN_MAP"] == "2 40000000000 5 100000000000 5" and cfg["PMAX_MAP"].endswith(" 0.01")

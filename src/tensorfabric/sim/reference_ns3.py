@@ -114,7 +114,8 @@ def matched_firmware(fw: FirmwareDcqcn) -> FirmwareDcqcn:
 def from_paper(p: PaperDcqcn) -> Ns3Dcqcn:
     """Our paper form (the SIGCOMM'15 fluid model) in the reference's keys, as its ``run.py --cc dcqcn_paper``
     does: the CNP interval tau becomes the decrease check period (one cut per tau if any mark came), tau' the
-    alpha interval, T the timer, F the fast-recovery count; hyper increase = additive (the fluid model has none).
+    alpha interval, T the timer, F the fast-recovery count; hyper increase = additive (the fluid model has none);
+    and, unlike run.py, CLAMP_TARGET_RATE 1: the paper sets R_T <- R_C on every cut.
 
     Differs: the reference has no byte counter B (the fluid model's increase events come from both), decides
     a cut per interval from real marks where the fluid model cuts at the expected CNP rate
@@ -123,7 +124,7 @@ def from_paper(p: PaperDcqcn) -> Ns3Dcqcn:
     return Ns3Dcqcn(alpha_resume_interval_us=p.alpha_interval_s * 1e6,
                     rate_decrease_interval_us=p.cnp_interval_s * 1e6, rp_timer_us=p.timer_s * 1e6,
                     ewma_gain=p.g, fast_recovery_times=p.fast_recovery_steps, rate_ai_bps=p.rai_bps,
-                    rate_hai_bps=p.rai_bps, min_rate_bps=p.min_rate_bps)
+                    rate_hai_bps=p.rai_bps, min_rate_bps=p.min_rate_bps, clamp_target_rate=True)
 
 
 @dataclass(frozen=True, slots=True)
