@@ -36,7 +36,8 @@ _COMMENTS = {"nxos": "! copied from the runbook, step 3", "eos": "! copied from 
              "cumulus-datapath": "# copied from the runbook", "nvue": "# copied from the runbook",
              "host-script": "# copied from the runbook", "nccl-env": "# copied from the runbook",
              "dell-os10": "! copied from the runbook, step 3", "onyx": "## copied from the runbook",
-             "sonic-redis": "# copied from the runbook", "nvue-yaml": "# copied from the runbook"}
+             "sonic-redis": "# copied from the runbook", "nvue-yaml": "# copied from the runbook",
+             "avd": "# copied from the runbook"}
 _NOTHING = ("found nothing a lint rule can check", "cannot tell the format")
 _ABSENCE_IS_THE_FINDING = {"nccl-env": {"nccl.tc-not-lossless"}}
 

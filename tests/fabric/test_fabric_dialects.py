@@ -52,6 +52,10 @@ EXPECTED: dict[str, tuple[str, set[str]]] = {
     "sonic-voq-linecard-keys.json": ("sonic", set()),
     # a QUEUE naming a WRED profile and a scheduler the whole config_db's tables do not define
     "sonic-wred-scheduler-undefined.json": ("sonic", {"config.undefined-reference"}),
+    # Arista AVD structured config (YAML that eos_cli_config_gen renders into EOS)
+    "avd-7060x5-roce.avd.yml": ("avd", set()),
+    "avd-dscp-lossy-profile-typo.avd.yml": ("avd", {"roce.dscp-not-lossless", "config.undefined-reference"}),
+    "avd-no-ecn-notify-only.avd.yml": ("avd", {"ecn.disabled", "pfcwd.settings"}),
     # Cisco NX-OS, Nexus 9000 and Nexus 3000 styles
     "nxos-n9k-recipe.nxos": ("nxos", set()),
     "nxos-n3k-named-classes.nxos": ("nxos", set()),

@@ -3,6 +3,8 @@ Cumulus traffic.conf is judged as whole, and Arista AVD structured YAML is read.
 
 from __future__ import annotations
 
+import time
+
 from tensorfabric.fabric.deployed import Deployed
 from tensorfabric.fabric.lint import lint, lint_context, rule_status
 from tensorfabric.fabric.lint.view import build_context
@@ -102,3 +104,64 @@ def test_cumulus_watchdog_group_naming_keys_of_another_name_is_a_defect() -> Non
     record = parse_text(text, source="leaf.traffic_conf")
     assert any("pfc_watchdog.port_group_list names 'pfcwd_ports'" in d.message for d in record.defects)
     assert {UNDEFINED, "pfcwd.absent"} <= _rules(record)
+
+
+# --- Arista AVD structured config ---------------------------------------------------------------------------
+
+_AVD_PORTS = """\
+ethernet_interfaces:
+  - name: Ethernet7/1
+    mtu: 9214
+    type: routed
+    service_profile: RDMA
+"""
+
+
+def test_avd_is_detected_by_its_keys_without_the_extension() -> None:
+    record = parse_text((DIALECTS / "avd-7060x5-roce.avd.yml").read_text(), source="ai-leaf3.yml")
+    assert record.format == "avd" and record.detection is not None and record.detection.format == "avd"
+    assert record.complete and record.port("Ethernet1/1").pfc_priorities == frozenset({3})
+    ecn = record.port("Ethernet1/1").ecn
+    assert ecn is not None and ecn[3].kmin_bytes == 150_000
+    wd = record.port("Ethernet2/1").watchdog
+    assert wd is not None and wd.enabled and wd.detection_ms == 200 and wd.polling_ms == 100
+    assert record.read is not None and not record.read.not_understood
+
+
+def test_avd_fragment_naming_a_profile_it_lacks_is_undeterminable_not_an_error() -> None:
+    record = parse_text(_AVD_PORTS, source="ports.yml", fmt="avd")
+    assert record.defects == () and not record.complete
+    assert record.read is not None and any("'RDMA' is not in this text" in str(w) for w in record.read.warnings)
+    assert not [f for f in lint(None, [record]) if f.severity == "error"]
+
+
+def test_avd_undefined_profile_is_a_finding_only_with_a_closed_qos_profiles_section() -> None:
+    profiles = "qos_profiles:\n  - name: OTHER\n    trust: dscp\n"
+    closed = parse_text(profiles + _AVD_PORTS + "router_bgp:\n  as: '65101'\n", source="x.yml", fmt="avd")
+    assert UNDEFINED in _rules(closed)
+    assert closed.defects[0].line == 8  # the service_profile line
+    # The profiles list is the text's last key: it may continue past the cut.
+    open_end = parse_text(_AVD_PORTS + profiles, source="x.yml", fmt="avd")
+    assert open_end.defects == ()
+
+
+def test_avd_lossless_queue_4_gets_no_false_error() -> None:
+    text = (DIALECTS / "avd-7060x5-roce.avd.yml").read_text()
+    for old, new in (('"26 to traffic-class 3"', '"26 to traffic-class 4"'), ("- id: 3", "- id: 4"),
+                     ("- priority: 3", "- priority: 4")):
+        assert old in text
+        text = text.replace(old, new)
+    record = parse_text(text, source="q4.avd.yml")
+    assert record.port("Ethernet1/1").pfc_priorities == frozenset({4})
+    assert not [f.rule for f in lint(None, [record]) if f.severity == "error"]
+
+
+def test_avd_aliases_are_walked_once_and_a_cut_value_is_read_up_to_the_cut() -> None:
+    bomb = "qos_profiles:\n  - &p {name: P, trust: dscp}\n" + "".join("  - *p\n" for _ in range(2000)) + _AVD_PORTS
+    start = time.process_time()
+    record = parse_text(bomb.replace("RDMA", "P"), source="b.yml", fmt="avd")
+    assert time.process_time() - start < 2.0 and record.port("Ethernet7/1").trust == "dscp"
+    cut = (DIALECTS / "avd-7060x5-roce.avd.yml").read_text().rsplit("ip_address", 1)[0] + 'ip_address: "10.'
+    partial = parse_text(cut, source="cut.avd.yml")
+    assert not partial.complete and partial.port("Ethernet1/1").pfc_priorities == frozenset({3})
+    assert not [f for f in lint(None, [partial]) if f.severity == "error"]

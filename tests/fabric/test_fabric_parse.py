@@ -164,7 +164,7 @@ def test_explicit_format_and_device_override() -> None:
     assert d.device == "h9"
     assert set(FORMATS) == {"sonic", "nvue", "host-script", "mlnx_qos", "nxos", "eos", "nccl-env", "junos",
                             "dell-sonic",
-                            "cumulus-datapath", "nvue-show", "sonic-redis", "nvue-yaml", "dell-os10", "onyx"}
+                            "cumulus-datapath", "nvue-show", "sonic-redis", "nvue-yaml", "dell-os10", "onyx", "avd"}
 
 
 # Nothing recognised: exit 2, and the message says why (the first warning when a value was malformed).

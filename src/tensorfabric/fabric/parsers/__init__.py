@@ -31,6 +31,7 @@ format                what                                        extensions
 ``nvue-yaml``         NVUE startup.yaml / ``nv config show``      .yaml .yml
 ``dell-os10``         Dell OS10 running-config subset             .os10
 ``onyx``              NVIDIA Onyx / MLNX-OS running-config        .onyx
+``avd``               Arista AVD structured config (YAML)         .avd.yml .avd.yaml
 ====================  ==========================================  =====================
 """
 
@@ -47,6 +48,7 @@ from typing import Literal
 from tensorfabric.errors import ParseError
 from tensorfabric.fabric.deployed import Deployed, Detection
 from tensorfabric.fabric.parsers import (
+    avd,
     cumulus_datapath,
     dell_os10,
     dell_sonic,
@@ -86,7 +88,7 @@ def _entry(module: ModuleType) -> _Entry:
 
 # Order breaks ties between equal scores: specific formats first, the permissive NAME=value format last.
 PARSERS: Registry[_Entry] = Registry("format")
-for _module in (sonic, sonic_redis, junos, nvue_show, nvue, nvue_yaml,
+for _module in (sonic, sonic_redis, junos, nvue_show, nvue, nvue_yaml, avd,
                 cumulus_datapath, host_script, mlnx_qos, dell_sonic, onyx, dell_os10,
                 nxos, eos, nccl_env):
     PARSERS.register(_module.FORMAT, _entry(_module))
@@ -121,7 +123,9 @@ def _ranked(r: Reading, source: str) -> list[tuple[_Entry, int, tuple[str, ...],
     order = {entry.format: i for i, entry in enumerate(PARSERS.values())}
     ranked = sorted(scored, key=lambda item: (-item[1], order[item[0].format]))
     suffix = Path(source).suffix.lower()
-    by_suffix = [item for item in ranked if suffix in item[0].suffixes]
+    double = "".join(Path(source).suffixes[-2:]).lower()  # leaf1.avd.yml names AVD, not any YAML
+    by_suffix = [item for item in ranked if double in item[0].suffixes] or \
+        [item for item in ranked if suffix in item[0].suffixes]
     out: list[tuple[_Entry, int, tuple[str, ...], Literal["content", "extension"]]] = []
     # An extension that names one dialect is tried first; a text it understands nothing of falls to content.
     if len(by_suffix) == 1 and (by_suffix[0][1] > 0 or by_suffix[0][0].format != "nccl-env"):
