@@ -4,7 +4,12 @@ Cumulus traffic.conf is judged as whole, and Arista AVD structured YAML is read.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+import pytest
+from hypothesis import given, settings
+
+from metamorphic import mutations
 from tensorfabric.fabric.deployed import Deployed
 from tensorfabric.fabric.lint import lint, lint_context, rule_status
 from tensorfabric.fabric.lint.view import build_context
@@ -165,3 +170,17 @@ def test_avd_aliases_are_walked_once_and_a_cut_value_is_read_up_to_the_cut() -> 
     partial = parse_text(cut, source="cut.avd.yml")
     assert not partial.complete and partial.port("Ethernet1/1").pfc_priorities == frozenset({3})
     assert not [f for f in lint(None, [partial]) if f.severity == "error"]
+
+
+_AVD_FIXTURES = sorted(p.name for p in DIALECTS.glob("avd-*.avd.yml"))
+
+
+@pytest.mark.parametrize("name", _AVD_FIXTURES)
+@settings(max_examples=25, deadline=None)
+@given(mutate=mutations(protect=lambda line: True))
+def test_avd_verdict_survives_envelopes_and_prose(name: str, mutate: Callable[[str], str]) -> None:
+    # Every line protected: a YAML line deleted re-parents its children, which is another config, not a paste.
+    text = (DIALECTS / name).read_text()
+    whole = {(f.rule, f.severity, f.subject) for f in lint(None, [parse_text(text, source=name, device="dut")])}
+    pasted = parse_text(mutate(text), source=name, device="dut")
+    assert {(f.rule, f.severity, f.subject) for f in lint(None, [pasted])} == whole

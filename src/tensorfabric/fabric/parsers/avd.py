@@ -25,6 +25,7 @@ from it is undeterminable (a warning).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import yaml
@@ -55,6 +56,7 @@ MARKERS = markers(
     ("polling_interval:", r"^polling_interval:\s"),
 )
 _SECTIONS = ("qos", "qos_profiles", "ethernet_interfaces", "priority_flow_control")
+_TOP_LINE = re.compile(r"[a-z][a-z0-9_]{0,80}:(?:\s|$)|- |-$|---|\.\.\.$")
 _MAX_NODES = 200_000
 """Nodes walked at most: a structured config holds a few thousand; more is not a config (or an alias bomb)."""
 
@@ -138,8 +140,12 @@ def _documents(r: Reading) -> tuple[list[MappingNode], tuple[int, ...], bool, li
                  0)
     # Lines before the first at the least indentation hang from a parent the paste lost: they cannot be placed.
     cut = start > first or least > 0
-    body = [ln.text[least:] if ln.text[:least].strip() == "" else ln.text.lstrip(" ") for ln in lines[start:]]
-    numbers = tuple(ln.number for ln in lines[start:])
+    # Prose between the lines of a paste sits at the least indentation; AVD's top-level keys are snake_case, so a
+    # line there that is neither such a key nor a list item is not part of the YAML (and would end every section).
+    kept = [ln for ln in lines[start:] if len(ln.text) - len(ln.text.lstrip(" ")) > least or not _content(ln)
+            or _TOP_LINE.match(ln.text[least:least + 256])]
+    body = [ln.text[least:] if ln.text[:least].strip() == "" else ln.text.lstrip(" ") for ln in kept]
+    numbers = tuple(ln.number for ln in kept)
     for _ in range(4):
         try:
             docs = [d for d in yaml.compose_all("\n".join(body), Loader=yaml.CSafeLoader) if isinstance(d, MappingNode)]
