@@ -184,3 +184,9 @@ def test_avd_verdict_survives_envelopes_and_prose(name: str, mutate: Callable[[s
     whole = {(f.rule, f.severity, f.subject) for f in lint(None, [parse_text(text, source=name, device="dut")])}
     pasted = parse_text(mutate(text), source=name, device="dut")
     assert {(f.rule, f.severity, f.subject) for f in lint(None, [pasted])} == whole
+
+
+def test_avd_fix_is_written_in_avd_keys() -> None:
+    record = parse_deployed(DIALECTS / "avd-no-ecn-notify-only.avd.yml")
+    fixes = {f.fix for f in lint(None, [record]) if f.rule == "ecn.disabled"}
+    assert fixes and all(fix.startswith("qos_profiles: - uc_tx_queues: - id: 3, random_detect:") for fix in fixes)

@@ -37,6 +37,8 @@ def ecn_on_queue(fmt: str, queue: int) -> str:
         "nvue": f"nv set qos congestion-control default-global traffic-class {q} ecn enable; min-threshold "
                 f"{_KMIN // 1000}KB; max-threshold {_KMAX // 1000}KB; probability {_PMAX:g}",
         "nvue-show": f"nv set qos congestion-control default-global traffic-class {q} ecn enable",
+        "avd": f"qos_profiles: - uc_tx_queues: - id: {q}, random_detect: {{ecn: {{threshold: {{units: kbytes, min: "
+               f"{_KMIN // 1000}, max: {_KMAX // 1000}, max_probability: {_PMAX:g}}}}}}}",
         "cumulus-datapath": f"ecn_red.port_group_list = [ecn_red_group]; ecn_red.ecn_red_group.cos_list = [{q}]; "
                             f"ecn_red.ecn_red_group.min_threshold_bytes = {_KMIN}; "
                             f"ecn_red.ecn_red_group.max_threshold_bytes = {_KMAX}",
@@ -55,6 +57,7 @@ def strict_queue(fmt: str, queue: int) -> str:
         "sonic": f'SCHEDULER "scheduler.strict": {{"type": "STRICT"}} and QUEUE "<port>|{q}": '
                  '{"scheduler": "scheduler.strict"}',
         "eos": f"tx-queue {q} / priority strict (and no bandwidth percent)",
+        "avd": f"qos_profiles: - uc_tx_queues: - id: {q}, priority: priority strict (and no bandwidth_percent)",
         "nxos": f"policy-map type queuing <policy> / class type queuing c-out-8q-q{q} / priority level 1",
         "dell-sonic": f"qos scheduler-policy ROCE / queue {q} / type strict",
         "nvue": f"nv set qos egress-scheduler default-global traffic-class {q} mode strict",
@@ -89,6 +92,9 @@ def watchdog(fmt: str) -> str:
                             "(/etc/cumulus/switchd.conf)",
         "junos": "set class-of-service congestion-notification-profile <cnp> pfc-watchdog (watchdog-action drop)",
         "onyx": "interface ethernet <port> pfc-wd",
+        "avd": f"qos_profiles: - priority_flow_control: watchdog: {{enabled: true, action: {roce.PFCWD_ACTION}, timer: "
+               f"{{timeout: '{_DET / 1000:g}', polling_interval: '{_POLL / 1000:g}', recovery_time: "
+               f"'{_RES / 1000:g}'}}}}",
     }, f"configure the PFC watchdog ({roce.PFCWD_ACTION}, {_DET} ms detection / {_RES} ms restoration, "
        f"{_POLL} ms poll)")
 
@@ -97,6 +103,7 @@ def watchdog_drop(fmt: str) -> str:
     return _pick(fmt, {
         "sonic": f'PFC_WD "<port>": {{"action": "{roce.PFCWD_ACTION}"}}',
         "eos": f"priority-flow-control pause watchdog action {roce.PFCWD_ACTION}",
+        "avd": f"qos_profiles: - priority_flow_control: watchdog: action: {roce.PFCWD_ACTION}",
         "dell-sonic": f"priority-flow-control watchdog action {roce.PFCWD_ACTION} (under each lossless interface)",
     }, f"set the PFC watchdog action to {roce.PFCWD_ACTION}")
 
@@ -105,6 +112,7 @@ def mtu(fmt: str, port: str, value: int) -> str:
     return _pick(fmt, {
         "sonic": f'PORT "{port}": {{"mtu": "{value}"}}',
         "eos": f"interface {port} / mtu {value}",
+        "avd": f"ethernet_interfaces: - name: {port}, mtu: {value}",
         "nxos": f"policy-map type network-qos <policy> / class type network-qos <lossless class> / mtu {value} "
                 f"(and mtu {value} under interface {port})",
         "dell-sonic": f"interface {port} / mtu {value}",
@@ -124,6 +132,7 @@ def dscp_map(fmt: str, dscp: int, priority: int) -> str:
     return _pick(fmt, {
         "sonic": f'DSCP_TO_TC_MAP "<map>": {{"{d}": "{p}"}}',
         "eos": f"qos map dscp {d} to traffic-class {p}",
+        "avd": f'qos: map: dscp: ["{d} to traffic-class {p}"]',
         "nxos": f"class-map type qos match-any <class> / match dscp {d}, in a class whose policy-map type qos sets "
                 f"qos-group {p}",
         "dell-sonic": f"qos map dscp-tc <map> / dscp {d} traffic-class {p}",
@@ -141,6 +150,7 @@ def dscp_map(fmt: str, dscp: int, priority: int) -> str:
 def no_egress_rewrite(fmt: str, priority: int, dscp: int) -> str:
     return _pick(fmt, {
         "eos": f"no qos map traffic-class {priority} to dscp {dscp}",
+        "avd": f'remove "{priority} to dscp {dscp}" from qos: map: traffic_class',
         "sonic": f'remove the TC_TO_DSCP_MAP entry "{priority}": "{dscp}" (or its PORT_QOS_MAP binding)',
         "nxos": "remove 'set dscp' from the class of the RoCE qos-group in the egress policy",
     }, f"stop rewriting the DSCP of priority {priority} (to {dscp}) on egress")
