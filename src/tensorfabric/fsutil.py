@@ -6,7 +6,8 @@ for an explicit ``mode`` such as a script's ``0o755``), as ``open()`` would, not
 The temporary file is ``.<name>.<pid>.<random>.tmp`` beside the target; one left by a process that was killed
 mid-write (SIGKILL, power loss) is removed by the next write of the same file once its pid is gone.
 
-:func:`write_files` writes several files and, when one fails (disk full, read-only directory), raises an
+:func:`write_files` writes several files through one staging directory ``.tf-staging-<pid>-<random>`` beside them
+(removed the same way when its writer was killed) and, when one fails (disk full, read-only directory), raises an
 :class:`~tensorfabric.errors.InputError` that says which were written and which were not.
 """
 
@@ -188,33 +189,43 @@ def scratch(kind: str, parent: str | os.PathLike[str] | None = None) -> Iterator
         shutil.rmtree(path, ignore_errors=True)
 
 
+_STAGING = ".tf-staging-"
+"""Prefix of :func:`write_files`' private staging directory, ``.tf-staging-<pid>-<random>`` beside the targets."""
+
+
+def _dead_owner(pid_text: str) -> bool:
+    return pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text))
+
+
 def _remove_stale_temps(directory: Path, names: Collection[str]) -> None:
-    """Remove the temporaries ``.<name>.<pid>.<random>.tmp`` of the files ``names`` in ``directory`` left by a writer
-    that is gone: one directory listing for all of them (a glob per file made a render of N files O(N^2))."""
+    """Remove what a writer that is gone left in ``directory``: the temporaries ``.<name>.<pid>.<random>.tmp`` of the
+    files ``names`` and :func:`write_files`' staging directories, in one directory listing (a glob per file made a
+    render of N files O(N^2))."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return
     for entry in entries:
+        if entry.name.startswith(_STAGING):
+            if _dead_owner(entry.name[len(_STAGING):].split("-", 1)[0]):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            continue
         if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
             continue
         parts = entry.name[1:-4].rsplit(".", 2)
-        if len(parts) != 3 or parts[0] not in names or not parts[1].isdigit():
+        if len(parts) != 3 or parts[0] not in names or not _dead_owner(parts[1]):
             continue
-        pid = int(parts[1])
-        if pid != os.getpid() and not _pid_alive(pid):
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
+        try:
+            os.unlink(entry.path)
+        except OSError:
+            pass
 
 
-def _write_temp(target: Path, data: bytes, mode: int | None, *, fsync: bool, clean: bool = True) -> str:
+def _write_temp(target: Path, data: bytes, mode: int | None, *, fsync: bool) -> str:
     """The temporary sibling of ``target`` holding ``data``, with its final mode; OS errors name ``target``."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if clean:
-            _remove_stale_temps(target.parent, {target.name})
+        _remove_stale_temps(target.parent, {target.name})
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         # Name the file the user asked for, not the temporary one or a parent.
@@ -264,41 +275,82 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Staging:
+    """One private directory per target directory: each file is written there under its index and renamed onto its
+    target. ``open`` applies the umask itself, so a file gets ``mode & ~umask`` with no chmod and no umask read, and
+    the directory's pid makes what a killed writer left recognisable to the next write (:func:`_remove_stale_temps`).
+    """
+
+    def __init__(self) -> None:
+        self.dirs: dict[Path, str] = {}
+
+    def write(self, index: int, target: Path, data: bytes, mode: int | None) -> str:
+        directory = target.parent
+        try:
+            staging = self.dirs.get(directory)
+            if staging is None:
+                directory.mkdir(parents=True, exist_ok=True)
+                staging = tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-", dir=directory)
+                self.dirs[directory] = staging
+            staged = os.path.join(staging, str(index))
+            fd = os.open(staged, _CREATE, 0o666 if mode is None else mode)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # Name the file the user asked for, not the staging directory or a parent.
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        return staged
+
+    def remove(self) -> None:
+        for staging in self.dirs.values():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int | None]]) -> list[Path]:
     """Write each ``(path, content, mode)`` atomically, in order; on an OS error say what was and was not written.
 
-    Every temporary file is written first and one ``os.sync()`` makes them all durable before the renames:
-    thousands of per-file fsyncs (``fabric render`` of a large fabric) cost seconds. A reader sees an old or a
-    new file, never a partial one; the files before a failing one are still written, and the message says so.
+    Every file is first written into one staging directory beside its target, one ``os.sync()`` makes them all
+    durable, then each is renamed onto its target (``os.replace``: a symlink there is replaced, never followed).
+    A temporary file with an fsync per file (``fabric render`` of a large fabric: thousands) cost seconds. A reader
+    sees an old or a new file, never a partial one; the files before a failing one are still written, and the
+    message says so.
     """
     items = list(files)
     pending: list[tuple[str, Path]] = []
     failure: tuple[int, OSError] | None = None
     by_directory: dict[Path, set[str]] = {}
     for path, _, _ in items:
-        by_directory.setdefault(Path(path).parent, set()).add(Path(path).name)
+        target = Path(path)
+        by_directory.setdefault(target.parent, set()).add(target.name)
     for directory, names in by_directory.items():
         _remove_stale_temps(directory, names)
+    staging = _Staging()
+    written: list[Path] = []
     try:
         for index, (path, content, mode) in enumerate(items):
             data = content.encode("utf-8") if isinstance(content, str) else content
             target = Path(path)
             try:
-                pending.append((_write_temp(target, data, mode, fsync=False, clean=False), target))
+                pending.append((staging.write(index, target, data, mode), target))
             except OSError as error:
                 failure = (index, error)
                 break
         os.sync()
-        written: list[Path] = []
-        while pending:
-            tmp, target = pending[0]
-            os.replace(tmp, target)
-            pending.pop(0)
+        for staged, target in pending:
+            try:
+                os.replace(staged, target)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(target)) from exc
             written.append(target)
-    except BaseException:
-        for tmp, _ in pending:
-            _unlink_quietly(tmp)
-        raise
+    finally:
+        staging.remove()
     if failure is not None:
         index, cause = failure
         missing = [str(p) for p, _, _ in items[index:]]

@@ -18,11 +18,134 @@ from tensorfabric.fabric.spec import FabricSpec
 from tensorfabric.fabric.spec_types import UNIT_PREFIX
 from tensorfabric.fsutil import read_input
 
-__all__ = ["field_path", "load", "load_text", "validate"]
+__all__ = ["field_path", "load", "load_text", "load_yaml", "validate"]
 
 _MAX_REPORTED = 4
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE):  # type: ignore[misc]
+    """The safe loader with its implicit-tag resolution memoised: a fabric spec repeats the same few scalars
+    (``eth0``, ``400G``, ``copper``) thousands of times, and each was matched against the resolver's regexes."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._tags: dict[tuple[Any, Any, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if self.yaml_path_resolvers:  # a path resolver makes the tag depend on where the node is
+            return str(super().resolve(kind, value, implicit))
+        key = (kind, value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = self._tags[key] = super().resolve(kind, value, implicit)
+        return tag
+
+
+_LOADER: Any = _Loader
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+# Scalars whose value depends only on tag and text (so one construction serves every repeat).
+_SCALARS = frozenset(f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "timestamp"))
+_NONE = object()
+
+
+class _Unusual(Exception):
+    """A document the quick construction leaves to PyYAML's own (merge keys, other tags, recursive aliases,
+    collections as keys, several documents, errors)."""
+
+
+def _scalar(loader: Any, event: yaml.ScalarEvent, built: dict[tuple[str, str], Any]) -> Any:
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR:
+        return event.value
+    key = (tag, event.value)
+    value = built.get(key, _NONE)
+    if value is _NONE:
+        if tag not in _SCALARS:
+            raise _Unusual
+        value = built[key] = loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value))
+    return value
+
+
+def _from_events(loader: Any) -> Any:
+    """The document built straight from the parser's events, as PyYAML's safe constructor builds it from nodes.
+
+    Composing a node tree (a node and two marks per scalar) and walking it with a generator per collection was
+    nearly all of a large spec's load; the events alone are a fifth of it. Only plain maps, lists and the safe
+    scalar tags are built here; anything else raises :class:`_Unusual`.
+    """
+    built: dict[tuple[str, str], Any] = {}
+    anchors: dict[str, Any] = {}
+    unfinished: set[str] = set()
+    stack: list[list[Any]] = []  # per open collection: [container, key awaiting its value, anchor]
+    if loader.yaml_path_resolvers:
+        raise _Unusual
+    loader.get_event()  # stream start
+    if loader.check_event(yaml.StreamEndEvent):
+        return None
+    loader.get_event()  # document start
+    result: Any = None
+    while True:
+        event = loader.get_event()
+        kind = event.__class__
+        value: Any
+        if kind is yaml.ScalarEvent:
+            value = _scalar(loader, event, built)
+        elif kind is yaml.AliasEvent:
+            if event.anchor not in anchors or event.anchor in unfinished:
+                raise _Unusual
+            value = anchors[event.anchor]
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            mapping = kind is yaml.MappingStartEvent
+            if event.tag not in (None, "!", _MAP if mapping else _SEQ):
+                raise _Unusual
+            container: Any = {} if mapping else []
+            if event.anchor is not None:
+                anchors[event.anchor] = container
+                unfinished.add(event.anchor)
+            stack.append([container, _NONE, event.anchor])
+            continue
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            value, _, anchor = stack.pop()
+            unfinished.discard(anchor)
+        elif kind is yaml.DocumentEndEvent and not stack:
+            break
+        else:
+            raise _Unusual
+        if kind is yaml.ScalarEvent and event.anchor is not None:
+            anchors[event.anchor] = value
+        if not stack:
+            result = value
+            continue
+        frame = stack[-1]
+        if frame[0].__class__ is list:
+            frame[0].append(value)
+        elif frame[1] is _NONE:
+            if value.__class__ is dict or value.__class__ is list:
+                raise _Unusual  # PyYAML says "found unhashable key" with the line
+            frame[1] = value
+        else:
+            frame[0][frame[1]] = value
+            frame[1] = _NONE
+    if not loader.check_event(yaml.StreamEndEvent):
+        raise _Unusual  # PyYAML says "expected a single document"
+    return result
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)`` with libyaml's parser where available and a quicker construction: the one YAML
+    loader of specs and link maps. Raises :class:`yaml.YAMLError` as ``safe_load`` does."""
+    loader = _LOADER(text)
+    try:
+        return _from_events(loader)
+    except Exception:  # noqa: BLE001 - PyYAML's own construction decides, with its own messages
+        pass
+    finally:
+        loader.dispose()
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when available)
 
 
 def field_path(loc: Sequence[int | str]) -> str:
@@ -145,7 +268,7 @@ def _compose(text: str | None) -> yaml.Node | None:
 
 def load_text(text: str, *, source: str = "<spec>", base_dir: Path | None = None) -> FabricSpec:
     try:
-        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when available)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

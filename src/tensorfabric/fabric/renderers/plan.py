@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
-from tensorfabric.fabric.headroom import headroom_for_port
-from tensorfabric.fabric.spec import FabricSpec, HostSpec, SwitchSpec
+from tensorfabric.fabric.headroom import HeadroomResult, headroom_for_port
+from tensorfabric.fabric.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec
 from tensorfabric.fabric.spec_qos import WatchdogPlan
 
 __all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_plans", "switch_plans"]
@@ -25,7 +25,8 @@ __all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_
 
 NcclEnvFor = Callable[..., Mapping[str, str]]
 """``(host_nics: Sequence[Nic], *, roce_dscp: int) -> Mapping[str, str]``: the host doctor's ``nccl_env_for_nics``.
-It is called with ``roce_dscp`` as a keyword so both keyword-only and positional implementations fit."""
+It is called with ``roce_dscp`` as a keyword so both keyword-only and positional implementations fit, and must be a
+function of its arguments alone: hosts with equal NICs share one call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +129,28 @@ def _switch_ports(spec: FabricSpec, sw: SwitchSpec) -> list[str]:
     return names
 
 
+def _headroom(spec: FabricSpec, sw: SwitchSpec, endpoint: str, link: LinkSpec | None, speed: float, mtu: int,
+              memo: dict[tuple[Any, ...], HeadroomResult | None]) -> HeadroomResult | None:
+    """``headroom_for_port(spec, endpoint)``, computed once per switch ASIC and port inputs: a leaf's ports share one
+    speed, cable length and MTU, and the headroom models were most of a large fabric's planning."""
+    if link is None:
+        return None
+    # Exactly what headroom_for_port reads for a switch port (tests/fabric/test_fabric_render_scale.py holds the
+    # two equal on every port of the example specs).
+    key = (id(sw.asic), speed, spec.configured_cable_m(endpoint), link.cable_length_m, mtu)
+    if key not in memo:
+        memo[key] = headroom_for_port(spec, endpoint)
+    return memo[key]
+
+
 def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
     plans: list[SwitchPlan] = []
     qos = spec.qos
+    default_dscp = qos.dscp_to_priority()
+    rooms: dict[tuple[Any, ...], HeadroomResult | None] = {}
     for sw in spec.switches:
         over = sw.qos
-        dscp = qos.dscp_to_priority() | dict(over.dscp_map or {})
+        dscp = default_dscp | dict(over.dscp_map or {})
         ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
         ports: list[PortPlan] = []
         for name in _switch_ports(spec, sw):
@@ -141,7 +158,8 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
             _check_name(name, f"switches[{sw.name}].ports")
             link = spec.link_at(endpoint)
             speed = (spec.link_speed(link) if link else spec.port_speed(endpoint)) or 0.0
-            room = headroom_for_port(spec, endpoint)
+            mtu = spec.port_mtu(endpoint)
+            room = _headroom(spec, sw, endpoint, link, speed, mtu, rooms)
             port_spec = sw.port(name)
             headroom = None
             xon_offset, dynamic_th = (room.xon_offset_bytes, room.dynamic_th or 0) if room is not None else (None, 0)
@@ -153,7 +171,7 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
             peer = spec.peer_of(endpoint) or ""
             _check_name(peer, f"link peer of {endpoint}")
             ports.append(PortPlan(
-                name=name, peer=peer, speed_bps=speed, mtu=spec.port_mtu(endpoint),
+                name=name, peer=peer, speed_bps=speed, mtu=mtu,
                 cable_length_m=spec.configured_cable_m(endpoint), lossless=link.lossless if link else True,
                 headroom=headroom, ecn=EcnProfile(profile.kmin, profile.kmax, float(profile.pmax), ecn_on),
                 xon_offset=xon_offset, dynamic_th=dynamic_th,
@@ -173,14 +191,19 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
     return plans
 
 
-def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None) -> dict[str, str]:
+def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None,
+              memo: dict[Any, Mapping[str, str]]) -> dict[str, str]:
     qos = spec.qos
     plan = spec.nccl_for(host)
     env: dict[str, str] = {}
     if nccl_env_for is not None:
         topo = spec.to_topology().device(host.name)
-        nics = getattr(topo, "nics", ())
-        env.update(nccl_env_for(nics, roce_dscp=qos.roce.dscp[0]))
+        nics = tuple(getattr(topo, "nics", ()))
+        # Hosts with equal NICs (every host of a starter fabric) share one derivation.
+        key = (nics, qos.roce.dscp[0])
+        if key not in memo:
+            memo[key] = nccl_env_for(nics, roce_dscp=qos.roce.dscp[0])
+        env.update(memo[key])
     else:
         rdma = [n.rdma_device for n in host.nics if n.rdma_device]
         if rdma:
@@ -188,19 +211,24 @@ def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None)
         env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(n.netdev for n in host.nics)
     # The spec is the plan of record for what it pins (the traffic class above all): it must agree with the
     # switches, so it overrides what was derived from the NICs.
-    env.update(qos.nccl_env(plan))
+    pinned = memo.get(id(plan))
+    if pinned is None:
+        pinned = memo[id(plan)] = qos.nccl_env(plan)
+    env.update(pinned)
     return dict(sorted(env.items()))
 
 
 def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list[HostPlan]:
     qos = spec.qos
     plans: list[HostPlan] = []
+    default_dscp = qos.dscp_to_priority()
+    envs: dict[Any, Mapping[str, str]] = {}
     for host in spec.hosts:
         nics: list[NicPlan] = []
         for nic in host.nics:
             over = nic.qos
             endpoint = f"{host.name}:{nic.netdev}"
-            full = qos.dscp_to_priority() | dict(over.dscp_map or {})
+            full = default_dscp | dict(over.dscp_map or {})
             storm = over.storm_prevention_ms if over.storm_prevention_ms is not None else qos.nic_storm_prevention_ms
             pfc = tuple(sorted(over.pfc_priorities if over.pfc_priorities is not None else qos.lossless_priorities))
             ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
@@ -216,5 +244,5 @@ def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list
                 roce_tclass=qos.nccl_tc(spec.nccl_for(host)), link_pause=bool(over.link_pause),
                 dcbx=(over.dcbx or qos.dcbx).owner,
             ))
-        plans.append(HostPlan(host.name, tuple(nics), _nccl_env(spec, host, nccl_env_for)))
+        plans.append(HostPlan(host.name, tuple(nics), _nccl_env(spec, host, nccl_env_for, envs)))
     return plans

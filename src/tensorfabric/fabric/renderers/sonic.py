@@ -10,6 +10,7 @@ lossy TC 1 (sonic-buildimage ``qos_config.j2``).
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from tensorfabric import roce
@@ -32,6 +33,25 @@ def _ints(table: dict[int, int]) -> dict[str, str]:
 
 def _csv(values: tuple[int, ...] | list[int]) -> str:
     return ",".join(str(v) for v in sorted(values))
+
+
+def _dumps(table: dict[str, Any], indent: str = "") -> str:
+    """``json.dumps(table, indent=2)`` for nested dicts of strings: the standard encoder falls back to pure Python
+    whenever ``indent`` is set, which made it most of a large fabric's render. Anything else goes to json."""
+    if not table:
+        return "{}"
+    inner = indent + "  "
+    parts = []
+    for key, value in table.items():
+        if key.__class__ is not str:
+            raise TypeError(key)
+        if value.__class__ is str:
+            parts.append(f"{inner}{encode_basestring_ascii(key)}: {encode_basestring_ascii(value)}")
+        elif value.__class__ is dict:
+            parts.append(f"{inner}{encode_basestring_ascii(key)}: {_dumps(value, inner)}")
+        else:
+            raise TypeError(value)
+    return "{\n" + ",\n".join(parts) + "\n" + indent + "}"
 
 
 def _wred(profile: EcnProfile) -> dict[str, str]:
@@ -126,4 +146,7 @@ def render(plan: SwitchPlan) -> str:
                                      "detection_time": number(wd.detection_ms or roce.PFCWD_DETECTION_MS),
                                      "restoration_time": number(wd.restoration_ms or roce.PFCWD_RESTORATION_MS)}
     db["PFC_WD"] = pfc_wd
-    return json.dumps(db, indent=2) + "\n"
+    try:
+        return _dumps(db) + "\n"
+    except TypeError:
+        return json.dumps(db, indent=2) + "\n"
