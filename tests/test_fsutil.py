@@ -160,3 +160,21 @@ def test_scratch_names_carry_the_owner_and_a_dead_owners_scratch_is_removed(tmp_
     made = Path(scratch_dir("spawn", tmp_path))
     assert made.name.startswith(f"tf-spawn-{os.getpid()}-") and made.is_dir()
     assert not stale.exists() and alive.exists() and other.exists()
+
+
+def test_write_files_stages_in_one_directory_and_clears_a_dead_writers_staging(tmp_path: Path, umask: None) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".tf-staging-{dead.pid}-x1y2z3"  # a writer killed between staging and renaming
+    stale.mkdir()
+    (stale / "0").write_text("half")
+    mine = tmp_path / f".tf-staging-{os.getpid()}-busy"  # a live writer's: kept
+    mine.mkdir()
+    link = tmp_path / "b.sh"
+    link.symlink_to(tmp_path / "elsewhere")
+    written = write_files([(tmp_path / "a.conf", "x", None), (link, "#!/bin/sh\n", 0o755)])
+    assert written == [tmp_path / "a.conf", link]
+    assert not stale.exists() and mine.exists()
+    assert not link.is_symlink() and link.read_text() == "#!/bin/sh\n" and not (tmp_path / "elsewhere").exists()
+    assert _mode(tmp_path / "a.conf") == 0o640 and _mode(link) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == [mine.name, "a.conf", "b.sh"]
