@@ -277,6 +277,8 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         elif roce_mode is not None:
             port_pfc = pfc
         ecn: dict[int, EcnProfile] | None = dict(p.ecn) if p.ecn else None
+        if ecn and not complete and port_pfc and not port_pfc <= set(ecn):
+            ecn = None  # an excerpt that marks some classes may have lost a lossless class's ECN line: unknown
         if roce_mode is not None and ecn is None:
             ecn = {3: _ROCE_ECN}  # lossy RoCE leans on ECN all the more
         elif ecn is None and complete:
