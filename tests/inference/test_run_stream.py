@@ -145,10 +145,10 @@ def test_interrupted_without_a_terminal_prints_every_prompt_so_far(capsys: pytes
 
     cfg = RunConfig(model_dir="unused", prompts=("a", "b"))
 
-    def launch(tokens: object) -> list[object]:
-        assert callable(tokens)
-        tokens([ord("h"), ord("x")])
-        tokens([ord("i"), None])
+    def launch(on_message: object) -> dict[int, object]:
+        assert callable(on_message)
+        on_message(0, [ord("h"), ord("x")])
+        on_message(0, [ord("i"), None])
         raise KeyboardInterrupt
 
     import tensorfabric.inference.tokenizer as tokenizer
@@ -156,7 +156,7 @@ def test_interrupted_without_a_terminal_prints_every_prompt_so_far(capsys: pytes
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tokenizer, "load_tokenizer", lambda directory: _Bytes())
         with pytest.raises(KeyboardInterrupt):
-            _generate_streaming(cfg, Path("unused"), True, {}, launch)  # type: ignore[arg-type]
+            _generate_streaming(cfg, Path("unused"), True, launch)  # type: ignore[arg-type]
     out = capsys.readouterr().out
     assert "generated[0] (interrupted after 2 tokens): hi" in out
     assert "generated[1] (interrupted after 1 tokens): x" in out

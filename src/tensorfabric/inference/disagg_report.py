@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, launch, parse_split, run_disagg_rank
+from tensorfabric.errors import InputError
+from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, disagg_entry, parse_split
 from tensorfabric.inference.report import percentile
-from tensorfabric.inference.runner import RunConfig
+from tensorfabric.inference.runner import RunConfig, prepare
 
-__all__ = ["lab_rank", "lab_report", "plan_disagg", "render_lines", "run_disaggregated", "summarize_disagg"]
+__all__ = ["lab_report", "plan_disagg", "render_lines", "run_disaggregated", "summarize_disagg"]
 
 
 def plan_disagg(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int = 0) -> DisaggConfig:
@@ -21,32 +22,35 @@ def plan_disagg(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int 
     return cfg
 
 
-def run_disaggregated(cfg: DisaggConfig, *, environ: Mapping[str, str]) -> dict[str, Any] | None:
-    """Spawned local ranks, or -- inside a launched job (torchrun or a lab host) -- this process as one rank, rank
-    0 reporting for all; the report, or None on a rank other than 0. (A lab run is the CLI's: it launches
-    :func:`lab_rank` on each host and hands the results to :func:`lab_report`.)"""
-    from tensorfabric.transfer.launch import under_torchrun
+def run_disaggregated(cfg: DisaggConfig, *, environ: Mapping[str, str], lab: str | None = None,
+                      lab_name: str | None = None, grace_s: float | None = None) -> dict[str, Any] | None:
+    """Run the ``P + D`` ranks wherever :func:`~tensorfabric.transfer.launch.placement` puts them (inside a
+    launched job this process is one rank; else one rank per host of ``lab``, or local processes); the report
+    from rank 0's gathered results, or None on a rank other than 0 of a launched job."""
+    from tensorfabric.transfer.launch import launch, placement
 
-    if under_torchrun(environ):
-        mine = run_disagg_rank(cfg, environ=environ)
-        if mine.rank != 0:
-            return None
-        results = mine.everyone
-    else:
-        results = launch(cfg)
-    return _report(results, cfg)
+    where = placement(environ, ranks=cfg.world, lab=lab, lab_name=lab_name)
+    if where.kind == "lab" and where.ranks != cfg.world:
+        raise InputError(f"--lab {lab} has {where.ranks} hosts; --disaggregate {cfg.prefill}:{cfg.decode} needs "
+                         f"{cfg.world}")
+    if not where.launched:
+        cfg.check()
+        prepare(cfg.run)  # bad input is exit 2 here, before any rank starts
+    if grace_s is None and where.kind == "local":
+        grace_s = 10.0  # a KV peer blocked on a dead partner needs its transfer timeout to fail on its own
+    ranks = launch(disagg_entry, where, args=(cfg,), timeout_s=cfg.run.timeout_s + 60, grace_s=grace_s)
+    if 0 not in ranks:
+        return None
+    # Every rank gathered everyone's results at the end: rank 0 reports for the whole run.
+    everyone: list[DisaggRankResult] = ranks[0].everyone
+    if where.rate_bps is not None:
+        return lab_report(everyone, cfg, where.rate_bps)
+    return _report(everyone, cfg)
 
 
-def lab_rank(rank: int, cfg: DisaggConfig) -> DisaggRankResult:
-    """One lab host's rank (module level so a launcher can pickle it)."""
-    import os
-
-    return run_disagg_rank(cfg, environ=os.environ)
-
-
-def lab_report(ranks: Sequence[DisaggRankResult], cfg: DisaggConfig, rate_bps: float) -> dict[str, Any]:
-    """The report of a lab run (rank 0's gathered results), with each request's fraction of the link rate."""
-    report = _report(ranks[0].everyone, cfg)
+def lab_report(everyone: Sequence[DisaggRankResult], cfg: DisaggConfig, rate_bps: float) -> dict[str, Any]:
+    """The report of a run whose link rate is known (the lab's), with each request's fraction of it."""
+    report = _report(everyone, cfg)
     report["link_rate_bps"] = float(rate_bps)
     for req in report["requests"]:
         req["link_fraction"] = req["kv_gbytes_per_s"] * 8e9 / float(rate_bps)

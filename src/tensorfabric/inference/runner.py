@@ -199,9 +199,22 @@ def run_rank(cfg: RunConfig, *, environ: Mapping[str, str] | None = None, progre
         world.destroy()
 
 
-def rank_entry(rank: int, cfg: RunConfig) -> RankResult:
-    """``launch.spawn`` target. This is the one place inference reads ``os.environ``: the torchrun
-    variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT) that spawn, torchrun or the lab set for the rank."""
-    import os
+Bars = Callable[[Any, bool], Progress]
+"""``bars(exit_stack, streaming)`` -> how rank 0 draws its loading/generation bars (a module-level function, so a
+launcher can pickle it; the CLI's draws them on the terminal)."""
 
-    return run_rank(cfg, environ=dict(os.environ))
+
+def rank_entry(rank: int, cfg: RunConfig, bars: Bars | None = None, stream: bool = False) -> RankResult:
+    """The one rank entry of an inference run, wherever it is launched (local, lab host, launched job, in
+    process). Only rank 0 draws ``bars`` and, with ``stream``, posts each step's tokens to the launcher
+    (:func:`tensorfabric.transfer.launch.post`). This is the one place inference reads ``os.environ``: the
+    torchrun variables the launcher set for the rank."""
+    import os
+    from contextlib import ExitStack
+
+    from tensorfabric.transfer.launch import post
+
+    with ExitStack() as stack:
+        progress = bars(stack, stream) if bars is not None and rank == 0 else None
+        return run_rank(cfg, environ=dict(os.environ), progress=progress,
+                        stream=post if stream and rank == 0 else None)

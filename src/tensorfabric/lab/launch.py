@@ -1,4 +1,9 @@
-"""Run one tensorfabric rank per lab host: what ``bench --lab 2x1gbit`` and ``run --lab 2x1gbit`` call.
+"""Run one tensorfabric rank per lab host: the ``lab`` target of the one launcher.
+
+:data:`LAB` is what :func:`tensorfabric.transfer.launch.launch` runs a ``lab`` placement with (``bench --lab
+2x1gbit``, ``run --lab 2x1gbit``, disaggregated runs); its failures are :class:`LabRankError`, whose
+:attr:`~LabRankError.causes` the launcher turns into its :class:`~tensorfabric.transfer.launch.SpawnError` (the
+lab never imports the transfer runtime: it would bring torch into every lab host's process).
 
 ``run_lab("2x1gbit", fn, args)`` is the lab's ``spawn``: ``fn(rank, *args)`` runs in every host (``fn`` and ``args``
 pickled into a temporary directory, read by :mod:`tensorfabric.lab.rank`), and the ranks' return values come back
@@ -33,22 +38,32 @@ from tensorfabric.lab.lab import Lab
 from tensorfabric.lab.spec import parse_short_spec
 from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["LabRankError", "LabRankInputError", "run_distributed", "run_lab", "run_ranks", "wait_ranks"]
+__all__ = ["LAB", "LabRankError", "LabRankInputError", "run_distributed", "run_in", "run_lab", "run_ranks",
+           "wait_ranks"]
 
 _TAIL_CHARS = 2000
 _POLL_S = 0.05
 
 
+Cause = tuple[str, str, str, bool]
+"""One rank's failure: exception class ("" when it died or was killed), one-line message, detail (traceback and
+stderr tail), raised InputError -- the fields of :class:`~tensorfabric.transfer.launch.RankFailure` after the rank."""
+
+
 class LabRankError(LabError):
     """A rank of :func:`run_lab` failed: one line naming the first rank that raised, its exception class and
-    message; every rank's status and stderr (tracebacks, native library output) in :meth:`detail`, for ``--debug``."""
+    message; every rank's status and stderr (tracebacks, native library output) in :meth:`detail`, for ``--debug``;
+    each failed rank's cause in :attr:`causes` and the one the line names in :attr:`first`."""
 
     display_name = ""
     """The CLI prints the message alone: it already names the rank and the exception class."""
 
-    def __init__(self, message: str, full: str) -> None:
+    def __init__(self, message: str, full: str, causes: Mapping[int, Cause] | None = None,
+                 first: int | None = None) -> None:
         super().__init__(message)
         self.full = full
+        self.causes = dict(sorted((causes or {}).items()))
+        self.first = first
 
     def detail(self) -> str:
         return self.full
@@ -85,6 +100,44 @@ def run_lab(spec: str, fn: Callable[..., Any], args: Sequence[Any] = (), timeout
         return [pickle.loads(Path(job, f"rank{rank}.result").read_bytes()) for rank in range(hosts)]
 
 
+def run_in(lab: Lab, fn: Callable[..., Any], args: Sequence[Any] = (), *, timeout_s: float,
+           grace_s: float = 3.0, authority: int = 0, env: Mapping[str, str] | None = None,
+           host_env: Mapping[str, Mapping[str, str]] | None = None, python: str | None = None) -> dict[int, Any]:
+    """``fn(rank, *args)`` once per host of the running ``lab``, with rank ``authority`` deciding the end: once it
+    exits (or ``timeout_s`` passes) the others get ``grace_s`` and every process left in the lab is killed. The
+    results of the ranks that returned, by rank; :class:`LabRankError` when ``authority`` gave none. ``host_env``
+    adds variables to one host's rank only."""
+    hosts = list(lab.hosts)
+    with scratch("lab-job") as job:
+        Path(job, "job.pkl").write_bytes(pickle.dumps((fn, tuple(args))))
+        envs = lab.rank_envs({**(os.environ if env is None else env), SCRATCH_ENV: job})
+        errs = [open(Path(job, f"rank{r}.err"), "w+b") for r in range(len(hosts))]  # noqa: SIM115
+        try:
+            procs = [lab.popen(host, [python or sys.executable, "-m", "tensorfabric.lab.rank", job],
+                               env={**envs[r], **(host_env or {}).get(host, {})}, stdout=errs[r], stderr=errs[r])
+                     for r, host in enumerate(hosts)]
+            deadline = time.monotonic() + timeout_s
+            while procs[authority].poll() is None and time.monotonic() < deadline:
+                time.sleep(_POLL_S)
+            until = time.monotonic() + grace_s
+            while any(p.poll() is None for p in procs) and time.monotonic() < until:
+                time.sleep(_POLL_S)
+            lab.kill_processes()
+            results = {r: pickle.loads(Path(job, f"rank{r}.result").read_bytes()) for r in range(len(hosts))
+                       if Path(job, f"rank{r}.result").exists()}
+            if authority not in results:
+                code = procs[authority].returncode
+                status = f"exit status {code}" if code is not None else "still running at the timeout"
+                tail = _read(errs[authority])[-_TAIL_CHARS:].rstrip() or "(no output)"
+                message = (f"lab {lab.name!r}: rank {authority} (host {hosts[authority]}) gave no result "
+                           f"({status}):\n{tail}")
+                raise LabRankError(message, message, {authority: ("", status, tail, False)}, first=authority)
+            return results
+        finally:
+            for handle in errs:
+                handle.close()
+
+
 def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Mapping[str, str] | None = None,
               state_dir: str | os.PathLike[str] | None = None, grace_s: float = 15.0,
               label: str | None = None, name: str | None = None) -> str:
@@ -104,7 +157,8 @@ def run_ranks(spec: str, cmd: Sequence[str], timeout_s: float = 600, *, env: Map
             codes = wait_ranks([p.poll for p in procs], timeout_s=timeout_s, grace_s=grace_s)
             lab.kill_processes()
             if any(code != 0 for code in codes):
-                raise LabError(_failure_message(spec, label or " ".join(cmd), codes, errs, timeout_s))
+                message = _failure_message(spec, label or " ".join(cmd), codes, errs, timeout_s)
+                raise LabRankError(message, message, _causes(codes, errs, timeout_s), first=_first(codes))
             return _read(outs[0])
         finally:
             for handle in (*outs, *errs):
@@ -128,7 +182,10 @@ def _rank_error(spec: str, job: Path, hosts: int, exc: LabError) -> LabError:
     text = f"lab {spec}: rank {rank} failed: {error}: {message}"
     if others:
         text += f" ({others} other rank{'s' if others > 1 else ''} also raised)"
-    return (LabRankInputError if input_error else LabRankError)(text, str(exc))
+    causes = dict(exc.causes) if isinstance(exc, LabRankError) else {}
+    for _, r, (err, msg, bad) in raised:
+        causes[r] = (err, msg, causes[r][2] if r in causes else "", bad)
+    return (LabRankInputError if input_error else LabRankError)(text, str(exc), causes, first=rank)
 
 
 def wait_ranks(polls: Sequence[Callable[[], int | None]], *, timeout_s: float, grace_s: float,
@@ -153,6 +210,33 @@ def _read(handle: IO[bytes]) -> str:
     handle.flush()
     handle.seek(0)
     return handle.read().decode("utf-8", errors="replace")
+
+
+def _causes(codes: Sequence[int | None], errs: Sequence[IO[bytes]], timeout_s: float) -> dict[int, Cause]:
+    """Each failed or killed rank's status, with its stderr tail as the detail."""
+    return {rank: ("", f"was still running after {timeout_s:g}s or the first failure, killed" if code is None
+                   else f"exited with status {code}", _read(err)[-_TAIL_CHARS:], False)
+            for rank, (code, err) in enumerate(zip(codes, errs, strict=True)) if code != 0}
+
+
+def _first(codes: Sequence[int | None]) -> int | None:
+    return next((rank for rank, code in enumerate(codes) if code not in (None, 0)), None)
+
+
+class _LabTarget:
+    """The ``lab`` launch target: ``NxRATE`` names the ranks (one per host) and their link rate."""
+
+    def shape(self, spec: str) -> tuple[int, float]:
+        return parse_short_spec(spec)
+
+    def run(self, fn: Callable[..., Any], args: Sequence[Any], spec: str, *, name: str | None, timeout_s: float,
+            grace_s: float | None, env: Mapping[str, str] | None) -> list[Any]:
+        return run_lab(spec, fn, args, timeout_s, env=None if env is None else {**os.environ, **env},
+                       grace_s=15.0 if grace_s is None else grace_s, name=name)
+
+
+LAB = _LabTarget()
+"""Registered as ``lab`` in :data:`tensorfabric.transfer.launch.TARGETS`."""
 
 
 def _failure_message(spec: str, label: str, codes: Sequence[int | None], errs: Sequence[IO[bytes]],

@@ -1,4 +1,5 @@
-"""One rank of :func:`tensorfabric.lab.launch.run_lab`: ``python -m tensorfabric.lab.rank JOB_DIR`` in a lab host.
+"""One rank of :func:`tensorfabric.lab.launch.run_lab` or :func:`~tensorfabric.lab.launch.run_in` (the lab target of
+the one launcher): ``python -m tensorfabric.lab.rank JOB_DIR`` in a lab host.
 
 Reads ``JOB_DIR/job.pkl`` (``(fn, args)``, pickled by the launcher), runs ``fn(RANK, *args)`` with the torchrun
 environment the lab set, and writes the pickled return value to ``JOB_DIR/rank<RANK>.result`` atomically. A

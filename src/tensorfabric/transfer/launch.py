@@ -1,4 +1,18 @@
-"""Launch N local ranks with a torchrun-style environment and collect their results.
+"""The one launcher: decide where ranks run (:func:`placement`), run them there (:func:`launch`).
+
+Four places, one contract (``fn(rank, *args)`` picklable at module level, results by rank, one failure type):
+
+* ``job`` -- this process is already a rank of a launched job (torchrun, Slurm ``srun``, Open MPI or any
+  PMI launcher; :func:`rank_variables` maps their variables to torchrun's): ``fn`` runs here as that rank;
+* ``inprocess`` -- a world of one rank: ``fn(0, *args)`` runs here, no process is started;
+* ``local`` -- ``N`` fresh local processes (:func:`spawn`, below);
+* ``lab`` -- one rank per host of a network-namespace lab: the target registered in :data:`TARGETS` as
+  ``lab`` (:mod:`tensorfabric.lab.launch`).
+
+A rank may send the launcher messages while it runs (:func:`post`, e.g. rank 0's tokens as they are generated):
+over its result pipe when spawned, straight to the callback in process or inside a job.
+
+Local ranks:
 
 ``spawn(fn, nprocs)`` is what ``tensorfabric bench --nproc``, ``tensorfabric run`` and the distributed tests use
 instead of torchrun: each rank is a fresh interpreter (multiprocessing *spawn*, never fork, so no inherited
@@ -48,17 +62,19 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tensorfabric.errors import InputError, TensorFabricError, TransferError
 from tensorfabric.fsutil import SCRATCH_ENV, scratch
+from tensorfabric.registry import Registry
 from tensorfabric.signals import terminate_as_interrupt
 
-__all__ = ["RankFailure", "SpawnError", "SpawnInputError", "free_port", "spawn", "spawn_error", "stop_ranks",
-           "torchrun_env", "under_torchrun"]
+__all__ = ["TARGETS", "LaunchTarget", "Placement", "RankFailure", "SpawnError", "SpawnInputError", "free_port",
+           "launch", "placement", "post", "rank_variables", "spawn", "spawn_error", "stop_ranks", "torchrun_env",
+           "under_torchrun"]
 
 _TORCHRUN_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 # Seconds a rank that exited cleanly may take before its result shows up on the queue (the queue's feeder
@@ -98,7 +114,8 @@ class SpawnError(TransferError):
     """The CLI prints the message alone: it already names the rank and the exception class."""
 
     def __init__(self, message: str, failures: Mapping[int, RankFailure | str],
-                 results: Mapping[int, Any] | None = None, first: int | None = None) -> None:
+                 results: Mapping[int, Any] | None = None, first: int | None = None, *, line: str | None = None,
+                 full: str | None = None) -> None:
         self.causes = {r: f if isinstance(f, RankFailure) else RankFailure(r, "", f.strip().splitlines()[-1]
                                                                              if f.strip() else "failed", f)
                        for r, f in sorted(failures.items())}
@@ -116,7 +133,9 @@ class SpawnError(TransferError):
             text += f" ({others} other rank{'s' if others > 1 else ''} stopped after it)"
         if any(c.native.strip() for c in self.causes.values()):
             text += "; the ranks' native library output is shown with --debug"
-        TensorFabricError.__init__(self, text)
+        # A launch target that words its own line (the lab names its spec) keeps it, and its own detail.
+        TensorFabricError.__init__(self, text if line is None else line)
+        self.full = full
         self.op, self.group, self.peer = "spawn", "", head.rank if head is not None else None
         self.summary = message
         self.input_error = head is not None and head.input_error
@@ -128,6 +147,8 @@ class SpawnError(TransferError):
 
     def detail(self) -> str:
         """Every rank's traceback or stack and its native stderr, for ``--debug``."""
+        if self.full is not None:
+            return self.full
         return "\n".join(f"--- rank {r} ---\n{c.detail.rstrip() or c.message}"
                          + (f"\n--- rank {r} native stderr ---\n{c.native.rstrip()}" if c.native.strip() else "")
                          for r, c in self.causes.items())
@@ -138,10 +159,10 @@ class SpawnInputError(SpawnError, InputError):
 
 
 def spawn_error(message: str, failures: Mapping[int, RankFailure], results: Mapping[int, Any] | None = None,
-                first: int | None = None) -> SpawnError:
-    error = SpawnError(message, failures, results, first)
+                first: int | None = None, *, line: str | None = None, full: str | None = None) -> SpawnError:
+    error = SpawnError(message, failures, results, first, line=line, full=full)
     if error.input_error:
-        return SpawnInputError(message, failures, results, first)
+        return SpawnInputError(message, failures, results, first, line=line, full=full)
     return error
 
 
@@ -175,6 +196,173 @@ def torchrun_env(rank: int, nprocs: int, master_port: int, extra: Mapping[str, s
     return env
 
 
+_LAUNCHERS = (("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
+              ("Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
+              ("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+              ("MPI (PMI)", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"))
+_LOCAL_SIZES = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+
+
+def _job(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+    if under_torchrun(environ):
+        return "torchrun", {}
+    for name, rank, size, local in _LAUNCHERS[1:]:
+        if environ.get(rank) and environ.get(size):
+            missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(k)]
+            if missing:
+                raise InputError(f"started by {name} but {' and '.join(missing)} not set: export MASTER_ADDR=<the "
+                                 "first node's address> and MASTER_PORT=29500 (docs/fleet.md)")
+            return name, {"RANK": environ[rank], "WORLD_SIZE": environ[size], "LOCAL_RANK": environ.get(local, "0")}
+    return None
+
+
+def rank_variables(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The torchrun variables this process should add (``{}`` under torchrun), or None when no launcher started
+    it. InputError when a launcher did but MASTER_ADDR/MASTER_PORT are missing.
+
+    Launchers that are not torchrun set their own variables; torch.distributed's ``env://`` rendezvous reads
+    torchrun's: Slurm ``srun`` (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), Open MPI (OMPI_COMM_WORLD_RANK,
+    OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK), MPICH / Intel MPI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID);
+    MASTER_ADDR/MASTER_PORT must be exported."""
+    job = _job(environ)
+    return None if job is None else job[1]
+
+
+class LaunchTarget(Protocol):
+    """Somewhere ranks run that is not this machine's processes (the lab): registered in :data:`TARGETS`."""
+
+    def shape(self, spec: str) -> tuple[int, float]:
+        """(ranks, link rate in bit/s) of ``spec``; InputError when it is malformed."""
+
+    def run(self, fn: Callable[..., Any], args: Sequence[Any], spec: str, *, name: str | None, timeout_s: float,
+            grace_s: float | None, env: Mapping[str, str] | None) -> list[Any]:
+        """``fn(rank, *args)`` once per rank; the results in rank order. A rank failure is an error with
+        ``causes`` (rank -> (class, message, detail, raised InputError)), ``first`` and ``detail()``: the
+        launcher raises it as a :class:`SpawnError`."""
+
+
+TARGETS: Registry[LaunchTarget] = Registry("launch target", lazy={"lab": "tensorfabric.lab.launch:LAB"})
+"""Launch targets beyond this machine, by name (imported on first use: the lab needs pyroute2 and root)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a job's ranks run, decided once by :func:`placement`."""
+
+    kind: str
+    """``job`` (this process is a rank of a launched job), ``inprocess``, ``local`` or ``lab``."""
+    ranks: int
+    """The world size."""
+    local_ranks: int = 1
+    """How many of the ranks share this machine (its memory and cores)."""
+    rank: int = 0
+    """This process's rank (``job`` only; 0 otherwise, the launcher's side)."""
+    launcher: str = ""
+    """The launcher that started this job (``torchrun``, ``Slurm``, ...) or the target (``lab``)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Torchrun variables a ``job`` rank adds to its environment (a Slurm or MPI job sets its own names)."""
+    spec: str | None = None
+    """The lab's spec (``2x1gbit``)."""
+    name: str | None = None
+    """The lab's name (None: derived from the process id)."""
+    rate_bps: float | None = None
+    """The link rate between ranks when it is known (the lab's)."""
+
+    @property
+    def launched(self) -> bool:
+        """True when this process is one rank among others: only rank 0 reports."""
+        return self.kind == "job"
+
+
+def placement(environ: Mapping[str, str], *, ranks: int, lab: str | None = None,
+              lab_name: str | None = None) -> Placement:
+    """Where ``ranks`` ranks run: inside the job that launched this process when there is one (whatever
+    ``ranks`` and ``lab`` say), else one rank per host of the lab ``lab``, else in this process (one rank), else
+    as local processes."""
+    job = _job(environ)
+    if job is not None:
+        launcher, variables = job
+        merged = {**environ, **variables}
+        local = next((merged[k] for k in _LOCAL_SIZES if merged.get(k, "").isdecimal()), "1")
+        return Placement("job", int(merged["WORLD_SIZE"]), int(local), int(merged["RANK"]), launcher, variables)
+    if lab is not None:
+        hosts, rate = TARGETS.get("lab").shape(lab)
+        return Placement("lab", hosts, hosts, launcher="lab", spec=lab, name=lab_name, rate_bps=rate)
+    if ranks < 1:
+        raise TransferError(f"nprocs: {ranks!r} must be a positive integer such as 2", op="spawn")
+    return Placement("inprocess" if ranks == 1 else "local", ranks, ranks)
+
+
+OnMessage = Callable[[int, Any], None]
+_outbox: Callable[[Any], None] | None = None
+
+
+def post(message: Any) -> None:
+    """Send ``message`` (picklable) to the launcher's ``on_message`` while this rank runs; nothing happens when
+    no launcher listens or it has gone (the rank's work goes on without it)."""
+    if _outbox is None:
+        return
+    try:
+        _outbox(message)
+    except (OSError, ValueError):
+        pass
+
+
+def _here(fn: Callable[..., Any], rank: int, args: Sequence[Any], on_message: OnMessage | None) -> Any:
+    global _outbox
+    previous = _outbox
+    _outbox = (lambda message: on_message(rank, message)) if on_message is not None else None
+    try:
+        return fn(rank, *args)
+    finally:
+        _outbox = previous
+
+
+def launch(fn: Callable[..., Any], where: Placement, *, args: Sequence[Any] = (), timeout_s: float = 120.0,
+           grace_s: float | None = None, env: Mapping[str, str] | None = None,
+           on_message: OnMessage | None = None, authority: int | None = None) -> dict[int, Any]:
+    """Run ``fn(rank, *args)`` on every rank of ``where``; the results this process holds, by rank (every rank's,
+    or only its own inside a launched job).
+
+    ``fn`` and ``args`` must be picklable (a module-level function). A failure is a :class:`SpawnError` with each
+    rank's cause (inside a job, what ``fn`` raised). ``env`` is added to the environment of the processes
+    started; ``grace_s`` is how long the others may finish after a first failure (None: the target's default,
+    2 s locally, 15 s in the lab); ``on_message(rank, message)`` receives what ranks :func:`post`. With
+    ``authority`` (local ranks), that rank's result ends the launch: the others get ``grace_s`` and are then
+    stopped without failing it.
+    """
+    if where.kind in ("job", "inprocess"):
+        if where.kind == "job":
+            # torch.distributed's env:// rendezvous reads the process environment: a Slurm or MPI rank needs
+            # torchrun's names there (this module is the transfer subsystem's documented place for it).
+            os.environ.update(where.env)
+        return {where.rank: _here(fn, where.rank, args, on_message)}
+    if where.kind == "lab":
+        assert where.spec is not None
+        try:
+            values = TARGETS.get("lab").run(fn, args, where.spec, name=where.name, timeout_s=timeout_s,
+                                            grace_s=grace_s, env=env)
+        except TensorFabricError as exc:
+            raise _target_error(exc) from exc
+        return dict(enumerate(values))
+    return dict(enumerate(spawn(fn, where.ranks, args=args, timeout_s=timeout_s, env=env,
+                                grace_s=2.0 if grace_s is None else grace_s, on_message=on_message,
+                                authority=authority)))
+
+
+def _target_error(exc: TensorFabricError) -> TensorFabricError:
+    """A target's rank failure (its ``causes``: rank -> (class, message, detail, input error)) as the launcher's
+    one failure type, with the target's own line and detail; any other error unchanged."""
+    causes = getattr(exc, "causes", None)
+    if not causes:
+        return exc
+    failures = {r: RankFailure(r, *cause) for r, cause in causes.items()}
+    detail_fn = getattr(exc, "detail", None)
+    detail = detail_fn() if callable(detail_fn) else None
+    return spawn_error(f"{len(failures)} rank(s) failed", failures, first=getattr(exc, "first", None),
+                       line=str(exc), full=detail)
+
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -202,9 +390,11 @@ def _capture_native_stderr(path: Path) -> None:
 
 def _child(rank: int, fn: Callable[..., Any], args: tuple[Any, ...], env: dict[str, str],
            results: Connection, stack_dir: str, parent: int) -> None:
+    global _outbox
     _die_with(parent)
     _capture_native_stderr(Path(stack_dir) / f"rank{rank}.native")
     os.environ.update(env)
+    _outbox = lambda message: results.send((rank, None, message))  # noqa: E731
     stack_file = open(Path(stack_dir) / f"rank{rank}.stack", "w")  # noqa: SIM115 -- lives as long as the process
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     try:
@@ -221,11 +411,13 @@ def _child(rank: int, fn: Callable[..., Any], args: tuple[Any, ...], env: dict[s
 
 def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), timeout_s: float = 120.0,
           env: Mapping[str, str] | None = None, master_port: int | None = None,
-          grace_s: float = 2.0) -> list[Any]:
+          grace_s: float = 2.0, on_message: OnMessage | None = None, authority: int | None = None) -> list[Any]:
     """Run ``fn(rank, *args)`` in ``nprocs`` fresh processes; return their results in rank order.
 
     ``fn`` and ``args`` must be picklable (a module-level function). Return values travel back pickled. Raises
     :class:`SpawnError` carrying every rank's traceback when a rank raises, dies, or ``timeout_s`` passes.
+    ``on_message`` and ``authority`` are :func:`launch`'s; with ``authority`` a rank stopped after it reported
+    has ``None`` for its result.
     """
     if nprocs < 1:
         raise TransferError(f"nprocs: {nprocs!r} must be a positive integer such as 2", op="spawn")
@@ -248,7 +440,7 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
                 proc.start()
                 writer.close()  # the rank holds the only write end: its death reads as end of file
             values, failures, reason = _collect(procs, [reader for reader, _ in pipes], timeout_s, grace_s,
-                                                stack_dir)
+                                                stack_dir, on_message, authority)
         finally:
             stop_ranks(procs)
             for reader, writer in pipes:
@@ -262,25 +454,29 @@ def spawn(fn: Callable[..., Any], nprocs: int, *, args: Sequence[Any] = (), time
                 _relay(path)
     if failures:
         raise spawn_error(f"{len(failures)} of {nprocs} rank(s) failed: {reason}", failures, values,
-                          first=next(iter(failures)))
-    return [values[r] for r in range(nprocs)]
+                          first=authority if authority in failures else next(iter(failures)))
+    return [values.get(r) for r in range(nprocs)]
 
 
-def _collect(procs: list[Any], readers: list[Connection], timeout_s: float, grace_s: float,
-             stack_dir: str) -> tuple[dict[int, Any], dict[int, RankFailure], str]:
-    """Results and failures, the first failure first; the whole wait never passes ``timeout_s``."""
+def _collect(procs: list[Any], readers: list[Connection], timeout_s: float, grace_s: float, stack_dir: str,
+             on_message: OnMessage | None = None, authority: int | None = None
+             ) -> tuple[dict[int, Any], dict[int, RankFailure], str]:
+    """Results and failures, the first failure first; the whole wait never passes ``timeout_s``. With
+    ``authority`` only that rank's failure counts, and once it has reported the others are merely awaited."""
     nprocs = len(procs)
     values: dict[int, Any] = {}
     failures: dict[int, RankFailure] = {}
     exited_at: dict[int, float] = {}
+    stopped: set[int] = set()  # under an authority: ranks that ended without counting
     deadline = time.monotonic() + timeout_s
     reason = ""
-    while len(values) + len(failures) < nprocs:
+    while len(values) + len(failures) + len(stopped) < nprocs:
         now = time.monotonic()
         if now >= deadline:
             reason = reason or f"timed out after {timeout_s:g} s"
             break
-        open_readers = [r for i, r in enumerate(readers) if i not in values and i not in failures and not r.closed]
+        open_readers = [r for i, r in enumerate(readers)
+                        if i not in values and i not in failures and i not in stopped and not r.closed]
         got = False
         if not open_readers:
             time.sleep(0.05)  # every rank has reported or closed its pipe: only exit codes are awaited
@@ -292,25 +488,37 @@ def _collect(procs: list[Any], readers: list[Connection], timeout_s: float, grac
                 ready.close()  # the rank ended without a result: its exit code says how, below
                 continue
             got = True
-            if ok:
+            if ok is None:
+                if on_message is not None:
+                    on_message(rank, payload)
+            elif ok:
                 values[rank] = pickle.loads(payload)
-            else:
+                if rank == authority:
+                    deadline = min(deadline, time.monotonic() + grace_s)
+            elif authority is None or rank == authority:
                 failures[rank] = payload
                 if not reason:
                     reason = f"rank {rank} raised"
                     deadline = min(deadline, time.monotonic() + grace_s)
+            else:
+                stopped.add(rank)
         if got:
             continue
         for rank, proc in enumerate(procs):
-            if rank in values or rank in failures or proc.exitcode is None:
+            if rank in values or rank in failures or rank in stopped or proc.exitcode is None:
                 continue
             first_seen = exited_at.setdefault(rank, now)
-            if proc.exitcode != 0 or now - first_seen > _REPORT_LAG_S:
+            if proc.exitcode == 0 and now - first_seen <= _REPORT_LAG_S:
+                continue
+            if authority not in (None, rank):
+                stopped.add(rank)
+            else:
                 failures[rank] = RankFailure(rank, "", f"process exited with code {proc.exitcode} without a result")
                 if not reason:
                     reason = f"rank {rank} died (exit code {proc.exitcode})"
                     deadline = min(deadline, now + grace_s)
-    pending = [r for r in range(nprocs) if r not in values and r not in failures]
+    pending = [r for r in range(nprocs) if r not in values and r not in failures and r not in stopped
+               and authority in (None, r)]
     stacks = _dump_stacks([procs[r] for r in pending], [Path(stack_dir) / f"rank{r}.stack" for r in pending])
     for rank, stack in zip(pending, stacks, strict=True):
         failures[rank] = RankFailure(rank, "", f"was still running when the launch stopped ({reason})", stack)
