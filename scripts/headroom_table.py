@@ -1,7 +1,7 @@
 """The headroom error table of docs/fabric.md: every vendor preset against every row of the tables it names.
 
 Each fixture in ``tests/fixtures/fabric/headroom/`` re-types one SONiC ``pg_profile_lookup.ini`` and names its
-sonic-buildimage SKU directory in its header. For every preset (``tensorfabric.fabric.headroom_presets.PRESETS``)
+sonic-buildimage SKU directory in its header. For every preset (``tensorfabric.fabric.headroom.PRESETS``)
 and every table it was calibrated on, each row is recomputed at port MTU 9100 with the row's own lane count and
 compared with the vendor's xoff: ``(ours - vendor) / vendor``. A row outside the preset's calibrated speeds or
 cables shows ``refused`` (the preset exits 2 there). The summary adds the SONiC (Lua) and generic IEEE models over
@@ -20,9 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tensorfabric.errors import InputError
-from tensorfabric.fabric.headroom import ASICS, compute_headroom
-from tensorfabric.fabric.headroom_presets import PRESETS, AsicPreset
-from tensorfabric.fabric.headroom_table import HeadroomTable, TableRow, load_table
+from tensorfabric.fabric.headroom import (
+    ASICS,
+    PRESETS,
+    AsicPreset,
+    HeadroomTable,
+    TableRow,
+    compute_headroom,
+    load_table,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ROOT / "tests" / "fixtures" / "fabric" / "headroom"

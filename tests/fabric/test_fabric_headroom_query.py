@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorfabric.fabric.headroom import compute_headroom
-from tensorfabric.fabric.headroom_query import HeadroomQuery, answer, model_options, spec_headroom
+from tensorfabric.fabric.headroom import HeadroomQuery, answer, compute_headroom, model_options, spec_headroom
 from tensorfabric.fabric.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -49,8 +48,7 @@ def test_renderer_first_line_names_the_model_and_link(capsys: pytest.CaptureFixt
 
 
 def test_asic_names_add_the_preset_only_families_after_the_modelled_ones() -> None:
-    from tensorfabric.fabric.headroom import ASICS
-    from tensorfabric.fabric.headroom_query import asic_names
+    from tensorfabric.fabric.headroom import ASICS, asic_names
 
     names = asic_names(tuple(ASICS))
     assert names[:len(ASICS)] == tuple(ASICS)

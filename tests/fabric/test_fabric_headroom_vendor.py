@@ -19,9 +19,14 @@ from hypothesis import strategies as st
 
 from tensorfabric.cli.main import main
 from tensorfabric.errors import InputError, ParseError
-from tensorfabric.fabric.headroom import compute_headroom, headroom_from_table
-from tensorfabric.fabric.headroom_presets import PRESETS, preset_named
-from tensorfabric.fabric.headroom_table import load_table, parse_table
+from tensorfabric.fabric.headroom import (
+    PRESETS,
+    compute_headroom,
+    headroom_from_table,
+    load_table,
+    parse_table,
+    preset_named,
+)
 
 from .fabric_core_paths import FIXTURES
 

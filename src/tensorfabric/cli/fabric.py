@@ -49,7 +49,7 @@ def _load(path: Path) -> Any:
 
 
 def _with_presets(asics: Sequence[str]) -> tuple[str, ...]:
-    from tensorfabric.fabric.headroom_query import asic_names
+    from tensorfabric.fabric.headroom import asic_names
 
     return asic_names(asics)
 
@@ -123,15 +123,14 @@ def headroom_cmd(speed: float | None, cable: float | None, mtu: int, model: str,
                  shp: bool, lossless_mtu: int, small_packet_pct: int, lanes: int | None, medium: str,
                  fabric_path: str | None, as_json: bool, explain: bool) -> int:
     """PFC headroom (xoff, xon, size in bytes) for one lossless priority group, or per port of a spec."""
-    from tensorfabric.fabric.headroom_query import HeadroomQuery, answer
+    from tensorfabric.fabric.headroom import HeadroomQuery, answer
 
     if fabric_path is not None:
         return _spec_headroom(Path(fabric_path), as_json)
     if speed is None or cable is None:
         raise InputError("fabric headroom: give --speed and --cable (e.g. --speed 400G --cable 5m), or --fabric FILE")
     if table_path is not None:
-        from tensorfabric.fabric.headroom import headroom_from_table
-        from tensorfabric.fabric.headroom_table import load_table
+        from tensorfabric.fabric.headroom import headroom_from_table, load_table
 
         result = headroom_from_table(load_table(table_path), speed, cable, mtu)
         label = f"table {table_path}"
@@ -167,7 +166,7 @@ def _render_headroom(result: HeadroomResult, title: str, explain: bool) -> None:
 def _spec_headroom(spec_path: Path, as_json: bool) -> int:
     from rich.table import Table
 
-    from tensorfabric.fabric.headroom_query import spec_headroom
+    from tensorfabric.fabric.headroom import spec_headroom
 
     spec = _load(spec_path)
     ports = spec_headroom(spec)

@@ -8,9 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from tensorfabric.errors import InputError
-from tensorfabric.fabric.headroom import ASICS, AsicBuffer, asic_named
-from tensorfabric.fabric.headroom_presets import PRESETS
-from tensorfabric.fabric.headroom_table import HeadroomTable, load_table
+from tensorfabric.fabric.headroom import ASICS, PRESETS, AsicBuffer, HeadroomTable, asic_named, load_table
 from tensorfabric.fabric.spec_types import Size, SpecModel
 
 __all__ = ["AsicSpec"]

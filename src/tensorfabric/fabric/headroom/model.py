@@ -4,7 +4,7 @@ Four models, selected by name from :data:`MODELS`, plus table mode (:func:`headr
 ``pg_profile_lookup.ini`` answered exactly):
 
 * ``vendor`` -- a preset per switch ASIC family calibrated on the vendor's published tables, with the vendor's
-  size/xon convention (:mod:`tensorfabric.fabric.headroom_presets`): within 10 % of every vendor row, never below.
+  size/xon convention (:mod:`tensorfabric.fabric.headroom.presets`): within 10 % of every vendor row, never below.
 
 * ``sonic`` -- the SONiC dynamic-buffer model (sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua``): per-speed
   pause quanta, cell occupancy of small packets, cable and gearbox delay, rounding up to 1024 bytes.
@@ -29,7 +29,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.registry import Registry
 
 if TYPE_CHECKING:
-    from tensorfabric.fabric.headroom_table import HeadroomTable
+    from tensorfabric.fabric.headroom.table import HeadroomTable
     from tensorfabric.fabric.spec import FabricSpec, LinkSpec
 
 __all__ = [
@@ -292,7 +292,7 @@ def _ieee(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer, *, mediu
 def _vendor(speed_bps: float, cable_m: float, mtu: int, asic: AsicBuffer | str, *,
             shared_headroom_pool: bool = False, lanes: int | None = None, eight_lanes: bool | None = None,
             **_: Any) -> HeadroomResult:
-    from tensorfabric.fabric.headroom_presets import preset_headroom, preset_named
+    from tensorfabric.fabric.headroom.presets import preset_headroom, preset_named
 
     preset = preset_named(asic if isinstance(asic, str) else asic.name, shared_headroom_pool=shared_headroom_pool)
     if lanes is None and eight_lanes:
@@ -350,7 +350,7 @@ def headroom_from_table(table: HeadroomTable, speed_bps: float, cable_m: float, 
                         round_up: bool = False) -> HeadroomResult:
     """Table mode: the vendor's row for exactly this speed and cable, as SONiC's traditional buffer model uses it
     (``round_up``: the next longer cable row when the table has no row for ``cable_m``)."""
-    from tensorfabric.fabric.headroom_table import lookup
+    from tensorfabric.fabric.headroom.table import lookup
 
     row = lookup(table, speed_bps, cable_m, round_up=round_up)
     where = f"{table.source} line {row.line} ({row.speed_mbps} Mb/s, {row.cable_text})"
@@ -364,7 +364,7 @@ def least_switch_headroom(speed_bps: float, cable_m: float, mtu: int) -> Headroo
     """The smallest headroom any known switch ASIC needs here: for a deployed config whose ASIC is unknown, only
     what no ASIC could get away with is too small. Each ASIC counts with its vendor preset where one is calibrated
     for this speed and cable, else with the SONiC (Lua) formula (Spectrum-5 without a shared headroom pool)."""
-    from tensorfabric.fabric.headroom_presets import PRESETS
+    from tensorfabric.fabric.headroom.presets import PRESETS
 
     candidates: list[HeadroomResult] = []
     for name in PRESETS:

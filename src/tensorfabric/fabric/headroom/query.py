@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tensorfabric.fabric.headroom import HeadroomResult, compute_headroom, default_lanes, headroom_for_port
+from tensorfabric.fabric.headroom.model import HeadroomResult, compute_headroom, default_lanes, headroom_for_port
 
 if TYPE_CHECKING:
     from tensorfabric.fabric.spec import FabricSpec
@@ -22,7 +22,7 @@ __all__ = ["HeadroomQuery", "PortHeadroom", "answer", "asic_names", "model_optio
 def asic_names(modelled: Sequence[str]) -> tuple[str, ...]:
     """The ASIC families a user may name: those the formula models know, then the families only a vendor preset
     knows (Broadcom); a preset's SKU-group variants (``-shp``) are left to ``--asic``'s help."""
-    from tensorfabric.fabric.headroom_presets import PRESETS
+    from tensorfabric.fabric.headroom.presets import PRESETS
 
     return (*modelled, *(n for n in PRESETS.names() if not n.endswith("-shp") and n not in modelled))
 
