@@ -18,6 +18,15 @@ def keeps_ucx_scratch(rank: int, ready_dir: str) -> int:
     return rank
 
 
+def keeps_ucx_scratch_posting(rank: int, ready_dir: str) -> int:
+    """:func:`keeps_ucx_scratch`, rank 0 posting a step to its launcher first (as ``run``'s rank 0 streams)."""
+    from tensorfabric.transfer.launch import post
+
+    if rank == 0:
+        post([1, 2, 3])
+    return keeps_ucx_scratch(rank, ready_dir)
+
+
 if __name__ == "__main__":  # a lab host's command: python _leak_workers.py READY_DIR
     keeps_ucx_scratch(int(os.environ.get("RANK", "0")), sys.argv[1])
 

@@ -87,8 +87,19 @@ from tensorfabric.transfer.launch import spawn
 spawn(keeps_ucx_scratch, 2, args=(sys.argv[1],), timeout_s=600)
 """
 
+# What ``run`` does with its ranks: rank 0 posts each step's tokens to the launcher while it generates (they used
+# to travel over a multiprocessing Queue, whose named semaphore a group kill left in /dev/shm); ``fleet`` the same
+# launch with rank 0 as the authority.
+STREAMING_LAUNCHER = """
+import sys
+from _leak_workers import keeps_ucx_scratch_posting
+from tensorfabric.transfer.launch import launch, placement
+launch(keeps_ucx_scratch_posting, placement({}, ranks=2), args=(sys.argv[1],), timeout_s=600,
+       on_message=lambda rank, step: None, authority=0)
+"""
 
-def _launch(tmp: Path, ready: Path) -> subprocess.Popen[str]:
+
+def _launch(tmp: Path, ready: Path, launcher: str = LAUNCHER) -> subprocess.Popen[str]:
     """``spawn`` of two ranks in a mount namespace whose /dev/shm is ``tmp/shm``: every POSIX semaphore or shared
     memory segment the launcher, its ranks or multiprocessing's resource tracker create lands there, and only
     there, so what is left is this run's and no other test's."""
@@ -98,7 +109,7 @@ def _launch(tmp: Path, ready: Path) -> subprocess.Popen[str]:
     env = {**_env(tmp / "tmp"), "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests'}"}
     script = f'mount --bind "{tmp / "shm"}" /dev/shm && exec "{sys.executable}" -c "$0" "$1"'
     with open(tmp / f"{ready.name}.err", "w") as err:  # a file, not a pipe: orphaned ranks would hold a pipe open
-        return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, LAUNCHER,
+        return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, launcher,
                                  str(ready)], env=env, stdout=subprocess.DEVNULL, stderr=err, text=True,
                                 start_new_session=True)
 
@@ -126,6 +137,24 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+@needs_private_shm
+@pytest.mark.timeout(60)
+def test_group_sigkill_of_a_streaming_launch_as_run_and_fleet_do_leaves_no_semaphore(tmp_path: Path) -> None:
+    proc = _launch(tmp_path, tmp_path / "ready", STREAMING_LAUNCHER)
+    ranks = _wait_ready(proc, tmp_path / "ready", 2)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert _gone(ranks), "ranks outlived their launcher"
+        assert sorted(os.listdir(tmp_path / "shm")) == []
+    finally:
+        for pid in ranks:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @needs_private_shm

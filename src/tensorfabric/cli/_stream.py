@@ -1,19 +1,16 @@
 """Generated text as it is generated: rank 0's tokens on the terminal, and what there was when a run is stopped.
 
-Ranks are other processes (``launch.spawn``): rank 0 puts each step's tokens on a queue and a thread of the
-launcher decodes and prints them, so the launcher holds the text even when Ctrl-C stops the ranks before they
-return anything. A single rank in process calls :meth:`TokenStream.add` directly.
+Rank 0 posts each step's tokens to its launcher (:func:`tensorfabric.transfer.launch.post`: over its result pipe
+when it is another process, a direct call in process) and the launcher's :meth:`TokenStream.add` decodes and
+prints them, so the launcher holds the text even when Ctrl-C stops the ranks before they return anything.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
-__all__ = ["TokenStream", "printable", "rank_stream"]
-
-_STOP = "stop"
+__all__ = ["TokenStream", "printable"]
 
 
 class _Decoder(Protocol):
@@ -36,7 +33,6 @@ class TokenStream:
         self._shown = ""
         self._started = False
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
 
     def add(self, step: list[int | None]) -> None:
         """One generation step: the new token of each prompt, None for a prompt that already finished."""
@@ -73,7 +69,6 @@ class TokenStream:
 
     def partial(self) -> list[str]:
         """The report of an interrupted run: the text of every prompt so far (live text is already on screen)."""
-        self.stop()
         with self._lock:
             texts = [self._tok.decode(ids, skip_special_tokens=True) for ids in self.ids]
             count = max((len(ids) for ids in self.ids), default=0)
@@ -82,40 +77,4 @@ class TokenStream:
                     ["(interrupted before the first token)"]
             return [f"generated[{i}] (interrupted after {len(self.ids[i])} tokens): {printable(text)}"
                     for i, text in enumerate(texts)]
-
-    def pump(self, source: Any) -> Callable[[], None]:
-        """Read steps from a multiprocessing queue on a thread until :meth:`stop`; returns ``stop``."""
-        def run() -> None:
-            while True:
-                item = source.get()
-                if item == _STOP:
-                    return
-                self.add(item)
-
-        self._source = source
-        self._thread = threading.Thread(target=run, name="token-stream", daemon=True)
-        self._thread.start()
-        return self.stop
-
-    def stop(self) -> None:
-        """Take every step already queued, then end the reading thread (bounded: ranks may be gone)."""
-        if self._thread is None:
-            return
-        try:
-            self._source.put(_STOP)
-        except (OSError, ValueError):  # the queue is already closed
-            pass
-        self._thread.join(timeout=2.0)
-        self._thread = None
-
-
-def rank_stream(source: Any) -> Callable[[list[int | None]], None]:
-    """What rank 0 calls per step when its launcher streams: put the step on the launcher's queue."""
-    def put(step: list[int | None]) -> None:
-        try:
-            source.put(step)
-        except (OSError, ValueError):  # the launcher went away; generation goes on without it
-            pass
-
-    return put
 
