@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fabric.init import starter_yaml
 from tensorfabric.fabric.lint import lint
 from tensorfabric.fabric.spec_load import load_text
+from tensorfabric.fabric.starter import starter_yaml
 from tensorfabric.fsutil import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fabric_lint.json"

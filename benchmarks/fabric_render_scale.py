@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tensorfabric.fabric.init import starter_yaml
+from tensorfabric.fabric.starter import starter_yaml
 from tensorfabric.fsutil import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -47,12 +47,12 @@ def test_debug_shows_the_traceback_the_default_hides(tmp_path: Path, capsys: pyt
 
 def test_an_unexpected_exception_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    import tensorfabric.fabric.init as init
+    import tensorfabric.fabric.starter as starter
 
     def broken(**kwargs: object) -> str:
         raise RuntimeError("the starter template is broken")
 
-    monkeypatch.setattr(init, "starter_yaml", broken)
+    monkeypatch.setattr(starter, "starter_yaml", broken)
     assert main(["fabric", "init"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == ("tensorfabric: internal error: RuntimeError: the starter template is broken "
@@ -71,13 +71,13 @@ def test_sigterm_in_process_exits_143(monkeypatch: pytest.MonkeyPatch, capsys: p
     import os
     import signal
 
-    import tensorfabric.fabric.init as init
+    import tensorfabric.fabric.starter as starter
 
     def slow(**kwargs: object) -> str:
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not interrupt")
 
-    monkeypatch.setattr(init, "starter_yaml", slow)
+    monkeypatch.setattr(starter, "starter_yaml", slow)
     assert main(["fabric", "init"]) == 143
     assert "terminated by SIGTERM" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

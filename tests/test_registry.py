@@ -98,9 +98,9 @@ def test_every_library_registry_is_a_registry() -> None:
 
 def test_spec_nos_names_are_the_renderer_registry() -> None:
     # The spec validator cannot import the renderers (they import the spec); this keeps the two lists one.
-    from tensorfabric.fabric.init import PORT_NAMING
     from tensorfabric.fabric.renderers import RENDERERS
     from tensorfabric.fabric.spec import NOS_NAMES
+    from tensorfabric.fabric.starter import PORT_NAMING
 
     assert tuple(NOS_NAMES) == RENDERERS.names() == PORT_NAMING.names()
 

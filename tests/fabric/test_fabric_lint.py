@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tensorfabric.fabric.init import starter_spec
 from tensorfabric.fabric.lint import RULES, lint, lint_context
 from tensorfabric.fabric.lint.view import build_context, deployed_from_spec
 from tensorfabric.fabric.spec import load_spec, parse_spec
+from tensorfabric.fabric.starter import starter_spec
 
 from .fabric_core_paths import SPECS
 

@@ -87,7 +87,7 @@ def test_edit_fires_exactly_one_rule(spec: FabricSpec, rendered: Path, tmp_path:
 
 @pytest.mark.parametrize("nos", ["sonic", "cumulus", "eos", "nxos"])
 def test_starter_spec_renders_and_lints_clean_per_nos(tmp_path: Path, nos: str) -> None:
-    from tensorfabric.fabric.init import starter_spec
+    from tensorfabric.fabric.starter import starter_spec
 
     spec = starter_spec(leaves=2, spines=2, hosts_per_leaf=2, speed_bps=100e9, nos=nos)
     render_all(spec, tmp_path, nccl_env_for=nccl_env_for_nics)

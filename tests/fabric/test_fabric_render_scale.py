@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tensorfabric import topology
-from tensorfabric.fabric.init import starter_spec
 from tensorfabric.fabric.renderers import render_all, render_fabric
+from tensorfabric.fabric.starter import starter_spec
 from tensorfabric.host.ncclenv import nccl_env_for_nics
 
 
@@ -67,8 +67,8 @@ def test_the_quick_yaml_loader_builds_what_safe_load_builds(document: str) -> No
 def test_a_starter_spec_loads_as_safe_load_reads_it() -> None:
     import yaml
 
-    from tensorfabric.fabric.init import starter_yaml
     from tensorfabric.fabric.spec_load import load_yaml
+    from tensorfabric.fabric.starter import starter_yaml
 
     text = starter_yaml(leaves=3, spines=2, hosts_per_leaf=4, speed_bps=400e9, nos="sonic", asic="spectrum4")
     assert load_yaml(text) == yaml.safe_load(text)

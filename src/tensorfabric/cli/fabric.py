@@ -71,7 +71,7 @@ def cli() -> None:
 def init_cmd(leaves: int, spines: int, hosts_per_leaf: int, speed: float, nos: str, asic: str,
              out: str | None, force: bool) -> int:
     """Write a starter leaf/spine spec with the default lossless plan (it lints clean)."""
-    from tensorfabric.fabric.init import starter_yaml
+    from tensorfabric.fabric.starter import starter_yaml
     from tensorfabric.fsutil import atomic_write_text
 
     text = starter_yaml(leaves=leaves, spines=spines, hosts_per_leaf=hosts_per_leaf, speed_bps=speed, nos=nos,
