@@ -20,6 +20,11 @@ reference's own paths (flow by flow) and on its own ECMP hash.
     .venv/bin/python benchmarks/sim_vs_ns3.py [--only NAME] [--params paper|firmware]
 
 Writes benchmarks/results/sim_vs_ns3.json and sim_vs_ns3.png (FCT distributions).
+
+    .venv/bin/python benchmarks/sim_vs_ns3.py --write-table
+
+rebuilds src/tensorfabric/sim/data/accuracy_dcqcn.json (what ``simulate`` shows next to a DCQCN run) from the
+saved JSON alone, without ns-3; a full run writes it too.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import numpy as np
 
 from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.sim import EcnConfig, Flow, PfcConfig, SimConfig, compile_network, fat_tree, run
-from tensorfabric.sim.accuracy import error_summary
+from tensorfabric.sim.accuracy import DCQCN_TABLE_PATH, WITHIN, error_summary
 from tensorfabric.sim.dcqcn import FirmwareDcqcn, PaperDcqcn
 from tensorfabric.sim.reference_ns3 import (
     ACK_BYTES,
@@ -235,6 +240,55 @@ def line(doc: dict[str, Any]) -> str:
             f"{doc['reference']['cpu_s']:.2f}s ours {doc['model_reference_paths']['cpu_s']:.2f}s{extra}")
 
 
+# Why a row is outside 10 %, as docs/sim.md ("DCQCN against ns-3") explains it from the measurement; shown to
+# users next to the figure. Keyed by (params, kind); a row outside 10 % without an entry says where to read.
+GAPS = {
+    ("paper", "perm"): "the fluid form cuts at the expected CNP rate; after an ECMP collision the reference's real "
+                       "marks cut deeper, so FCTs of colliding flows read optimistic; --dcqcn firmware is the form "
+                       "checked within 10 %",
+    ("firmware", "perm"): "a median of few flows: two collided flows finish later than in the reference; flow by "
+                          "flow the median error is within 3 %",
+}
+
+
+def _label(doc: dict[str, Any]) -> str:
+    size = f"{doc['flow_bytes'] / 1e6:g} MB"
+    shape = f"{doc['flows']}→1 incast" if doc["kind"] == "incast" else f"{doc['flows']}-host permutation"
+    return f"a {shape} of {size}, k = {doc['k']} fat tree"
+
+
+def accuracy_table(saved: dict[str, Any]) -> dict[str, Any]:
+    """The shipped DCQCN accuracy table (sim/data/accuracy_dcqcn.json) from a saved run of this benchmark."""
+    rows = []
+    for doc in saved["scenarios"]:
+        e = doc["model_reference_paths"]["vs_reference"]
+        outside = any(abs(e["rel_error"][q]) > WITHIN for q in ("p50", "p99", "max"))
+        rows.append({
+            "name": doc["name"], "params": doc["params"], "kind": doc["kind"], "k": doc["k"], "hosts": doc["hosts"],
+            "flows": doc["flows"], "flow_bytes": doc["flow_bytes"], "label": _label(doc),
+            "ecn": {k: v for k, v in saved["ecn"][doc["params"]].items() if k != "enabled"},
+            "rel_error": e["rel_error"], "own_ecmp_rel_error": doc["model_own_ecmp"]["vs_reference"]["rel_error"],
+            "flow_median_abs_rel_error": e["flow_median_abs_rel_error"],
+            "reference_fct_s": {q: e["reference"][q] for q in ("p50", "p99", "max")},
+            "gap": (GAPS.get((doc["params"], doc["kind"]), "see docs/sim.md, DCQCN against ns-3") if outside else ""),
+        })
+    return {
+        "source": "benchmarks/sim_vs_ns3.py --write-table (from benchmarks/results/sim_vs_ns3.json)",
+        "reference": {"name": "ns-3 HPCC", "simulator": saved["reference"]["simulator"],
+                      "commit": saved["reference"]["commit"], "settings": saved["reference"]["settings"]},
+        "model": {"step_s": saved["model"]["step_s"],
+                  "conditions": "the model on the reference's own ECMP paths (own_ecmp_rel_error: on its own hash); "
+                                "both sides MIN_RATE 1 Gb/s; firmware form without byte counter and CNP pacing, "
+                                "which the reference lacks; paper form without its byte counter"},
+        "scenarios": sorted(rows, key=lambda r: (r["params"], r["kind"], r["hosts"], r["name"])),
+    }
+
+
+def write_table(saved: dict[str, Any]) -> None:
+    atomic_write_text(DCQCN_TABLE_PATH, json.dumps(accuracy_table(saved), indent=1) + "\n")
+    print(f"wrote {DCQCN_TABLE_PATH}")
+
+
 def plot(docs: list[dict[str, Any]]) -> None:
     import matplotlib
 
@@ -271,9 +325,15 @@ def main() -> None:
     parser.add_argument("--params", choices=sorted(PARAMS), action="append", help="only these parameter sets")
     parser.add_argument("--step", type=float, default=1e-6, help="model time step in seconds (default 1e-6)")
     parser.add_argument("--replot", action="store_true", help=f"only redraw {PNG.name} from {OUT.name}")
+    parser.add_argument("--write-table", action="store_true",
+                        help=f"only rebuild {DCQCN_TABLE_PATH.name} from {OUT.name} (no ns-3 needed)")
     args = parser.parse_args()
-    if args.replot:
-        plot(json.loads(OUT.read_text())["scenarios"])
+    if args.replot or args.write_table:
+        saved = json.loads(OUT.read_text())
+        if args.replot:
+            plot(saved["scenarios"])
+        if args.write_table:
+            write_table(saved)
         return
     if not args.ns3.is_file():
         raise SystemExit(f"{args.ns3} not found; build it with scripts/build-ns3-hpcc.sh SNAPSHOT")
@@ -284,7 +344,7 @@ def main() -> None:
                 docs.append(scenario(name, params, args.ns3, args.step, Path(tmp)))
                 print(line(docs[-1]), flush=True)
     commit = args.ns3.parent.parent.parent.parent / "commit"
-    doc = {
+    doc: dict[str, Any] = {
         "benchmark": "sim_vs_ns3",
         "reference": {"simulator": "alibaba-edu/High-Precision-Congestion-Control simulation/scratch/third (ns-3.17)",
                       "commit": commit.read_text().strip() if commit.is_file() else None,
@@ -307,6 +367,7 @@ def main() -> None:
     atomic_write_text(OUT, json.dumps(doc, indent=1) + "\n")
     plot(doc["scenarios"])
     print(f"wrote {OUT} and {PNG}")
+    write_table(doc)
 
 
 if __name__ == "__main__":

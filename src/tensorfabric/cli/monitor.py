@@ -238,20 +238,18 @@ def cli(sources: tuple[str, ...], interval: float, listen: str | None, allow_rem
     return 1 if monitor.alerts or failed or (once and exit_code_for(snapshot)) else 0
 
 
-_RESERVED = {"host", "device", "port", "priority", "direction", "queue", "reason", "kind", "name", "link_layer",
-             "source", "detector", "severity", "subject", "metric", "version", "job", "instance"}
-
-
 def _const_labels(items: tuple[str, ...]) -> dict[str, str]:
     """``--label KEY=VALUE`` pairs; a key the exporter itself uses, or one Prometheus reserves, is refused."""
     import re
+
+    from tensorfabric.telemetry.exposition import RESERVED_LABELS
 
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]{0,99}", key) is None or key.startswith("__"):
             raise InputError(f"--label {item!r}: expected KEY=VALUE with KEY a label name such as cluster")
-        if key in _RESERVED:
+        if key in RESERVED_LABELS:
             raise InputError(f"--label {item!r}: {key!r} is a label the exporter or Prometheus sets itself; "
                              "choose another name (e.g. cluster, site)")
         out[key] = value

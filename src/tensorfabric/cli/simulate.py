@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from tensorfabric.sim.sweep_report import Summary as SweepSummary
     from tensorfabric.sim.sweep_spec import SweepSpec
 
-__all__ = ["cli", "render"]
+__all__ = ["cli", "dcqcn_error_line", "render"]
 
 DEFAULT_COUNTER_INTERVAL_S = 100e-6
 
@@ -157,7 +157,7 @@ def _stream_counters(result: SimResult, path: str, pace: float, replace: bool) -
     import time
 
     from tensorfabric.sim.report import counter_stream
-    from tensorfabric.telemetry.wallclock import stretch
+    from tensorfabric.telemetry.sim_stream import stretch
 
     if replace and os.path.lexists(path):
         os.unlink(path)  # a symlink itself, never its target: "x" then refuses to follow one
@@ -186,14 +186,29 @@ def render(report: SimulateReport, con: Console) -> None:
                   f"max {format_duration(done[-1])}")
     accuracy = report.reference_error
     if accuracy is not None:
+        dcqcn = accuracy.get("dcqcn")
+        if dcqcn is not None:
+            con.print(dcqcn_error_line(dcqcn), markup=False)
         e, worst = accuracy["rel_error"], accuracy["worst_abs_rel_error"]
-        con.print(f"model error vs packet-level reference (htsim) on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
+        # With DCQCN the ns-3 line above is the run's figure; htsim's speaks for its PFC part only.
+        notes = [n for n in accuracy["notes"] if dcqcn is None or "has no DCQCN" not in n]
+        head = "PFC alone, model error" if dcqcn is not None else "model error"
+        con.print(f"{head} vs packet-level reference (htsim) on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
                   f"p99 {e['p99']:+.1%}, max {e['max']:+.1%}, flow by flow median "
                   f"{accuracy['flow_median_abs_rel_error']:.1%}; worst of {accuracy['draws']} ECMP draws "
                   f"p50 {worst['p50']:.1%}, p99 {worst['p99']:.1%}, max {worst['max']:.1%}" +
-                  "".join(f"; {n}" for n in accuracy["notes"]))
+                  "".join(f"; {n}" for n in notes))
     con.print(_flows_table(result))
     _render_ports(result, con)
+
+
+def dcqcn_error_line(dcqcn: dict[str, Any]) -> str:
+    """The ns-3 figure for a DCQCN run, in words: reference, parameters, error, scenario, then any warning."""
+    e = dcqcn["rel_error"]
+    line = (f"model error vs {dcqcn['reference']}, DCQCN {dcqcn['params']} parameters: p50 {e['p50']:+.1%}, "
+            f"p99 {e['p99']:+.1%}, max {e['max']:+.1%} on {dcqcn['scenario']} ({dcqcn['nearest']}), flow by flow "
+            f"median {dcqcn['flow_median_abs_rel_error']:.1%}" + "".join(f"; {n}" for n in dcqcn["notes"]))
+    return line + (f"\nwarning: {dcqcn['warning']}" if dcqcn.get("warning") else "")
 
 
 def _flows_table(result: SimResult) -> Table:
@@ -282,7 +297,7 @@ def sweep(spec_path: str, out: str | None, jobs: int | None, executor: str, addr
     files = write_outputs(folder, summary, {"spec": spec_path, "search": spec.search, "seed": spec.seed,
                                             "executor": executor, "jobs": workers, "wall_s": run.wall_s})
     if as_json:
-        emit_json({**summary.to_dict(), "files": files, "wall_s": run.wall_s})
+        emit_json(summary.to_dict(files))
     else:
         _render_sweep(summary, files, f"{executor} x{workers}", spec.fabric is not None)
     return 1 if limits is not None and summary.recommended is None else 0

@@ -25,7 +25,8 @@ __all__ = ["SimulateReport", "counter_lines", "counter_stream", "simulate_report
 class SimulateReport:
     result: SimResult
     reference_error: dict[str, Any] | None
-    """The packet-level reference's measured error on the nearest scenario (None: no flow finished)."""
+    """The packet-level reference's measured error on the nearest scenario (None: no flow finished): htsim's,
+    PFC alone; for a DCQCN run with ECN on, its ``dcqcn`` key holds ns-3 HPCC's for that DCQCN form."""
 
     @property
     def exit_code(self) -> int:
@@ -60,8 +61,10 @@ def _plain(obj: Any) -> Any:
 def simulate_report(result: SimResult) -> SimulateReport:
     """The report of one run: its result and the model error measured on the nearest reference scenario."""
     done = [f for f in result.flows if f.fct_s is not None]
+    p = result.params
+    ecn = {k: float(p[k]) for k in ("kmin_bytes", "kmax_bytes", "pmax") if p.get(k) is not None}
     error = for_flows([f.dst for f in done], [f.bytes for f in done], len(result.network.fabric.hosts),
-                      str(result.params.get("dcqcn", "none")))
+                      str(p.get("dcqcn", "none")), ecn=ecn or None, ecn_enabled=bool(p.get("ecn", True)))
     return SimulateReport(result=result, reference_error=error)
 
 

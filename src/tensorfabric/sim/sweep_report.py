@@ -160,8 +160,10 @@ class Summary:
     skipped: int
     why_skipped: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "scenarios": self.scenarios, "settings": len(self.settings),
+    def to_dict(self, files: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The summary as JSON-able data; with ``files`` (what :func:`write_outputs` wrote), the ``sweep --json``
+        document: the same plus ``files`` and the run's ``wall_s``."""
+        doc = {"name": self.name, "scenarios": self.scenarios, "settings": len(self.settings),
                 "ran": self.run.ran, "resumed": self.run.resumed, "ignored_rows": self.run.ignored,
                 "skipped": self.skipped, "why_skipped": self.why_skipped or None, "errors": self.errors,
                 "budget": self.budget.text if self.budget else None,
@@ -169,6 +171,7 @@ class Summary:
                 "recommendation": self.recommended.to_dict() if self.recommended else None,
                 "closest": self.closest.to_dict() if self.closest else None,
                 "front": [o.to_dict() for o in self.front]}
+        return doc if files is None else {**doc, "files": dict(files), "wall_s": self.run.wall_s}
 
 
 def summarize_sweep(plan: SweepPlan, run: SweepRun, budget: Budget | None) -> Summary:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.engine import Monitor, SourceStatus
-from tensorfabric.telemetry.metrics import METRICS
+from tensorfabric.telemetry.metrics import LABELS, METRICS
 
-__all__ = ["Family", "TextRenderer", "snapshot"]
+__all__ = ["RESERVED_LABELS", "Family", "TextRenderer", "snapshot"]
 
 _BAD = re.compile(r"[^a-zA-Z0-9_:]")
 
@@ -58,6 +58,11 @@ def _sample_families(monitor: Monitor) -> list[Family]:
                                tuple((key, labelnames) for key, _ in group)))
     return families
 
+
+RESERVED_LABELS = frozenset((*LABELS, "version", "source", "detector", "severity", "subject", "metric", "kind",
+                             "job", "instance"))
+"""Label names a constant label (``monitor --label``) may not take: the catalogue's, those of the exporter's own
+families below, and the two Prometheus sets on every scrape."""
 
 VERSION = "1"
 """Exposition schema version in ``tensorfabric_exporter_info`` (bumped when metric names change)."""
