@@ -148,6 +148,7 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
     qos = spec.qos
     default_dscp = qos.dscp_to_priority()
     rooms: dict[tuple[Any, ...], HeadroomResult | None] = {}
+    ecn_by_speed: dict[float, Any] = {}  # qos.ecn_for is a scan of the ECN profiles; a fabric has a few speeds
     for sw in spec.switches:
         over = sw.qos
         dscp = default_dscp | dict(over.dscp_map or {})
@@ -167,7 +168,11 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
                 xoff = port_spec.headroom_xoff if port_spec and port_spec.headroom_xoff else room.xoff_bytes
                 size = room.size_bytes if xoff == room.xoff_bytes else xoff + room.xon_bytes
                 headroom = Headroom(xoff, room.xon_bytes, size)
-            profile = over.ecn or qos.ecn_for(speed)
+            profile = over.ecn
+            if not profile:
+                if speed not in ecn_by_speed:
+                    ecn_by_speed[speed] = qos.ecn_for(speed)
+                profile = ecn_by_speed[speed]
             peer = spec.peer_of(endpoint) or ""
             _check_name(peer, f"link peer of {endpoint}")
             ports.append(PortPlan(

@@ -35,11 +35,15 @@ def _csv(values: tuple[int, ...] | list[int]) -> str:
     return ",".join(str(v) for v in sorted(values))
 
 
-def _dumps(table: dict[str, Any], indent: str = "") -> str:
+def _dumps(table: dict[str, Any], indent: str = "", memo: dict[Any, str] | None = None) -> str:
     """``json.dumps(table, indent=2)`` for nested dicts of strings: the standard encoder falls back to pure Python
-    whenever ``indent`` is set, which made it most of a large fabric's render. Anything else goes to json."""
+    whenever ``indent`` is set, which made it most of a large fabric's render. Anything else is a TypeError.
+
+    ``memo`` keeps the text of each flat table by content: every port repeats the same queue, PG and QoS-map entries.
+    """
     if not table:
         return "{}"
+    memo = {} if memo is None else memo
     inner = indent + "  "
     parts = []
     for key, value in table.items():
@@ -48,7 +52,16 @@ def _dumps(table: dict[str, Any], indent: str = "") -> str:
         if value.__class__ is str:
             parts.append(f"{inner}{encode_basestring_ascii(key)}: {encode_basestring_ascii(value)}")
         elif value.__class__ is dict:
-            parts.append(f"{inner}{encode_basestring_ascii(key)}: {_dumps(value, inner)}")
+            try:
+                seen: Any = (inner, tuple(value.items()))
+                text = memo.get(seen)
+            except TypeError:  # a table of tables: not kept
+                seen, text = None, None
+            if text is None:
+                text = _dumps(value, inner, memo)
+                if seen is not None:
+                    memo[seen] = text
+            parts.append(f"{inner}{encode_basestring_ascii(key)}: {text}")
         else:
             raise TypeError(value)
     return "{\n" + ",\n".join(parts) + "\n" + indent + "}"
