@@ -167,7 +167,7 @@ def _simulated_storm() -> list[list[Sample]]:
     """The simulator's storm at the monitor's pace (one snapshot per 15 s poll), as `simulate --wall-clock 15s`
     streams it, plus three polls after the stream ends (the counters stay where they were)."""
     sim = pytest.importorskip("tensorfabric.sim")
-    from tensorfabric.telemetry.wallclock import stretch
+    from tensorfabric.telemetry.sim_stream import stretch
 
     result = sim.simulate("storm", sim.Overrides(duration_s=1.2e-3, counter_interval_s=100e-6))
     samples = sim.counter_samples(result.network, result.trace, priority=3, mtu=4096, lossless=True)

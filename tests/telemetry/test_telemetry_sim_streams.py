@@ -45,7 +45,7 @@ def test_simulated_deadlock_cycle_is_confirmed_with_the_cabling() -> None:
 
 def test_wall_clock_stream_keeps_the_paused_fractions_the_simulator_computed() -> None:
     from tensorfabric.telemetry.detectors.base import paused_fractions
-    from tensorfabric.telemetry.wallclock import stretch
+    from tensorfabric.telemetry.sim_stream import stretch
     from tensorfabric.telemetry.window import Window
 
     result = sim.simulate("storm", sim.Overrides(duration_s=1.5e-3, counter_interval_s=100e-6))
