@@ -174,6 +174,7 @@ def _stream_counters(result: SimResult, path: str, pace: float, replace: bool) -
 
 def render(report: SimulateReport, con: Console) -> None:
     """The report for people: the outcome line, completion and model error, flows, paused ports, queues."""
+    from tensorfabric.sim.accuracy import PFC_ALONE
     from tensorfabric.units import format_duration, format_size
 
     result, done = report.result, report.completion_s
@@ -191,7 +192,7 @@ def render(report: SimulateReport, con: Console) -> None:
             con.print(dcqcn_error_line(dcqcn), markup=False)
         e, worst = accuracy["rel_error"], accuracy["worst_abs_rel_error"]
         # With DCQCN the ns-3 line above is the run's figure; htsim's speaks for its PFC part only.
-        notes = [n for n in accuracy["notes"] if dcqcn is None or "has no DCQCN" not in n]
+        notes = [n for n in accuracy["notes"] if dcqcn is None or n != PFC_ALONE]
         head = "PFC alone, model error" if dcqcn is not None else "model error"
         con.print(f"{head} vs packet-level reference (htsim) on {accuracy['nearest']}: p50 {e['p50']:+.1%}, "
                   f"p99 {e['p99']:+.1%}, max {e['max']:+.1%}, flow by flow median "

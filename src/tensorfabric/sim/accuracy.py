@@ -24,11 +24,13 @@ import numpy.typing as npt
 
 from tensorfabric.errors import InputError
 
-__all__ = ["DCQCN_TABLE_PATH", "FAR", "QUANTILES", "TABLE_PATH", "WITHIN", "Measured", "MeasuredDcqcn",
+__all__ = ["DCQCN_TABLE_PATH", "FAR", "PFC_ALONE", "QUANTILES", "TABLE_PATH", "WITHIN", "Measured", "MeasuredDcqcn",
            "dcqcn_error", "error_summary", "for_flows", "load_table", "nearest", "nearest_dcqcn"]
 
 TABLE_PATH = Path(__file__).resolve().parent / "data" / "accuracy.json"
 DCQCN_TABLE_PATH = Path(__file__).resolve().parent / "data" / "accuracy_dcqcn.json"
+PFC_ALONE = "measured with PFC alone; the reference has no DCQCN"
+"""htsim's note on a DCQCN run (its figure speaks for the run's PFC part; ``dcqcn`` holds ns-3's)."""
 WITHIN = 0.10
 """The acceptance bound of issue 32: a quantile whose |error| exceeds it is shown with a warning."""
 QUANTILES = {"p10": 10.0, "p50": 50.0, "p90": 90.0, "p99": 99.0, "max": 100.0}
@@ -211,7 +213,7 @@ def for_flows(dsts: Sequence[str], sizes: Sequence[float], hosts: int, dcqcn: st
         notes.append(f"far from this run ({kind}, {hosts} hosts): indicative only")
     extra: dict[str, Any] = {}
     if dcqcn != "none" and ecn_enabled:
-        notes.append("measured with PFC alone; the reference has no DCQCN")
+        notes.append(PFC_ALONE)
         extra["dcqcn"] = dcqcn_error(dcqcn, kind, hosts, float(np.median(sizes)), ecn)
     elif dcqcn != "none":
         notes.append("ECN is off, so DCQCN gets no marks: PFC alone, as measured here")
