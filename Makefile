@@ -34,8 +34,10 @@ dev: $(VENV)/.dev-installed
 tools:
 	@bash scripts/install-tools.sh $(TOOLS)
 
+DEMO_MODEL := $${XDG_CACHE_HOME:-$$HOME/.cache}/tensorfabric/smollm2-135m-instruct-q4_1
 demo: venv
-	@echo "== running: tensorfabric run --chat (the first run imports the default model into the cache once)"
+	@test -f "$(DEMO_MODEL)/SHA256SUMS" || echo "== importing the default model (SmolLM2-135M-Instruct, GGUF) into $(DEMO_MODEL): once"
+	@echo "== running: tensorfabric run --chat"
 	$(VENV)/bin/tensorfabric run --chat --prompt "What is the capital of France?"
 
 lint: dev
