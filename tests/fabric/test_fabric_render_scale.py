@@ -101,3 +101,15 @@ def test_sonic_json_encoder_writes_what_json_dumps_writes() -> None:
     assert _dumps({}) == json.dumps({}, indent=2)
     with pytest.raises(TypeError):
         _dumps({"a": 1})
+
+
+def test_one_listing_still_finds_every_same_named_entry_before_writing(tmp_path: Path) -> None:
+    from tensorfabric.errors import InputError
+
+    spec = starter_spec(leaves=1, spines=1, hosts_per_leaf=2)
+    (tmp_path / "h2.sh").symlink_to(tmp_path / "nowhere")  # a dangling symlink is an entry the render would replace
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match=r"already holds h2\.sh \(1 file"):
+        render_all(spec, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h2.sh", "notes.txt"]
+    assert len(render_all(spec, tmp_path / "new" / "dir")) == 4

@@ -75,6 +75,19 @@ def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> l
     return out
 
 
+def _taken(directory: Path, names: list[str]) -> list[str]:
+    """The ``names`` already in ``directory`` (symlinks too, dangling or not), from one listing: a stat per rendered
+    file cost thousands of system calls on a large fabric. A directory that can be searched but not listed is
+    asked name by name."""
+    try:
+        present = set(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError:
+        return [name for name in names if os.path.lexists(directory / name)]
+    return [name for name in names if name in present]
+
+
 def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: NcclEnvFor | None = None,
                *, force: bool = False) -> list[Path]:
     """Write one configuration file per device under ``out_dir`` (created if needed); return the paths.
@@ -89,7 +102,7 @@ def render_all(spec: FabricSpec, out_dir: str | os.PathLike[str], nccl_env_for: 
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {str(target)!r} exists and is not a directory")
-    taken = [item.filename for item in rendered if os.path.lexists(target / item.filename)] if not force else []
+    taken = [] if force else _taken(target, [item.filename for item in rendered])
     if taken:
         shown = ", ".join(taken[:4]) + (f" and {len(taken) - 4} more" if len(taken) > 4 else "")
         raise InputError(f"--out {str(target)!r} already holds {shown} ({len(taken)} file(s) this render would "
