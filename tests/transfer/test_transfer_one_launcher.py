@@ -24,7 +24,7 @@ from . import _launcher_workers as workers
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "tensorfabric"
-LAUNCHERS = {SRC / "transfer" / "launch.py", SRC / "lab" / "launch.py"}
+LAUNCHERS = {SRC / "transfer" / "launch.py", SRC / "transfer" / "spawn.py", SRC / "lab" / "launch.py"}
 NOT_RANKS = {
     # A pool of simulation workers (sweep points), not ranks of a job: no rendezvous, no torchrun environment.
     SRC / "sim" / "executors.py",
@@ -70,7 +70,7 @@ def test_the_scan_finds_what_it_forbids() -> None:
             "from multiprocessing import Process\nctx.Process(target=f)\n"
             "lab.popen(h, [sys.executable, '-m', 'tensorfabric.lab.rank', job])\n")
     assert len(_starts_ranks(ast.parse(code))) == 4
-    assert _starts_ranks(ast.parse((SRC / "transfer" / "launch.py").read_text()))  # the launcher itself does
+    assert _starts_ranks(ast.parse((SRC / "transfer" / "spawn.py").read_text()))  # the launcher itself does
 
 
 # --- placement ---------------------------------------------------------------------------------------------------
