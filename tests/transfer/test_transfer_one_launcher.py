@@ -99,6 +99,13 @@ def test_a_slurm_job_without_a_master_address_is_input_error() -> None:
         placement({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, ranks=2)
 
 
+def test_a_one_task_slurm_step_is_no_job_the_ranks_asked_for_run_locally() -> None:
+    single = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0"}  # srun -n 1 tensorfabric run --tp 4
+    assert placement(single, ranks=4) == Placement("local", 4, 4)
+    with pytest.raises(InputError):  # fleet's own reading is unchanged: a launcher without its rendezvous address
+        rank_variables(single)
+
+
 def test_no_job_one_rank_runs_in_process_more_run_locally() -> None:
     assert placement({}, ranks=1) == Placement("inprocess", 1, 1)
     assert placement({"RANK": "0"}, ranks=3) == Placement("local", 3, 3)  # half a torchrun environment is none

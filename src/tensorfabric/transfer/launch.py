@@ -52,11 +52,13 @@ _LAUNCHERS = (("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
 _LOCAL_SIZES = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
 
-def _job(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+def _job(environ: Mapping[str, str], *, single: bool = True) -> tuple[str, dict[str, str]] | None:
+    """The launcher that started this process and the torchrun variables to add; with ``single`` False a Slurm or
+    MPI job of one task is no job (``srun -n 1 tensorfabric run --tp 4`` means four local ranks)."""
     if under_torchrun(environ):
         return "torchrun", {}
     for name, rank, size, local in _LAUNCHERS[1:]:
-        if environ.get(rank) and environ.get(size):
+        if environ.get(rank) and environ.get(size) and (single or environ[size].strip() != "1"):
             missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(k)]
             if missing:
                 raise InputError(f"started by {name} but {' and '.join(missing)} not set: export MASTER_ADDR=<the "
@@ -128,7 +130,7 @@ def placement(environ: Mapping[str, str], *, ranks: int, lab: str | None = None,
     """Where ``ranks`` ranks run: inside the job that launched this process when there is one (whatever
     ``ranks`` and ``lab`` say), else one rank per host of the lab ``lab``, else in this process (one rank), else
     as local processes."""
-    job = _job(environ)
+    job = _job(environ, single=False)
     if job is not None:
         launcher, variables = job
         merged = {**environ, **variables}
