@@ -13,8 +13,9 @@ does not pull numpy and every simulator module into a command that never simulat
 """
 
 # No ``from __future__ import annotations`` and private aliases only: every public name here is in __all__.
-import importlib as _importlib
 import typing as _typing
+
+from tensorfabric.registry import resolve as _resolve
 
 if _typing.TYPE_CHECKING:
     from tensorfabric.sim.config import SimConfig
@@ -50,6 +51,6 @@ def __getattr__(name: str) -> _typing.Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'tensorfabric.sim' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"tensorfabric.sim.{home}"), name)
+    value = _resolve(f"tensorfabric.sim.{home}:{name}")
     globals()[name] = value
     return value
