@@ -101,7 +101,8 @@ def test_ib_hca_prefix_pitfall(clone: Clone) -> None:
     found = [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "mlx5_1"}) if f.rule == "nccl.hca-prefix-match"]
     assert found[0].severity == "error" and "mlx5_10" in found[0].message
     assert "NCCL_IB_HCA==mlx5_1" in found[0].fix
-    assert not [f for f in _doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_1:1"}) if f.rule.startswith(("env.ib-hca", "nccl.hca"))]
+    exact = _doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_1:1"})
+    assert not [f for f in exact if f.rule.startswith(("env.ib-hca", "nccl.hca"))]
     assert _rules(_doctor(root, {**base, "NCCL_IB_HCA": "=mlx5_7"}))["env.ib-hca-unknown"] == "error"
 
 
