@@ -55,12 +55,7 @@ class _Unusual(Exception):
     collections as keys, several documents, errors)."""
 
 
-def _scalar(loader: Any, event: yaml.ScalarEvent, built: dict[tuple[str, str], Any]) -> Any:
-    tag = event.tag
-    if tag is None or tag == "!":
-        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-    if tag == _STR:
-        return event.value
+def _scalar(loader: Any, event: yaml.ScalarEvent, tag: str, built: dict[tuple[str, str], Any]) -> Any:
     key = (tag, event.value)
     value = built.get(key, _NONE)
     if value is _NONE:
@@ -88,12 +83,16 @@ def _from_events(loader: Any) -> Any:
         return None
     loader.get_event()  # document start
     result: Any = None
+    get_event, resolve, scalar_event, scalar_node = loader.get_event, loader.resolve, yaml.ScalarEvent, yaml.ScalarNode
     while True:
-        event = loader.get_event()
+        event = get_event()
         kind = event.__class__
         value: Any
-        if kind is yaml.ScalarEvent:
-            value = _scalar(loader, event, built)
+        if kind is scalar_event:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(scalar_node, event.value, event.implicit)
+            value = event.value if tag == _STR else _scalar(loader, event, tag, built)
         elif kind is yaml.AliasEvent:
             if event.anchor not in anchors or event.anchor in unfinished:
                 raise _Unusual
@@ -115,7 +114,7 @@ def _from_events(loader: Any) -> Any:
             break
         else:
             raise _Unusual
-        if kind is yaml.ScalarEvent and event.anchor is not None:
+        if kind is scalar_event and event.anchor is not None:
             anchors[event.anchor] = value
         if not stack:
             result = value
