@@ -179,12 +179,13 @@ def test_host_script_quotes_nccl_values(tmp_path: Path) -> None:
     from tensorfabric.fabric.renderers import host
 
     plan = host_plans(_spec("reference"))[0]
-    canary = tmp_path / "pwned"
-    value = f"$(touch {canary}) `touch {canary}`; touch {canary} 'q\""
+    # The canary is relative to the script's working directory: the value stays under NCCL's 255-character cap
+    # however long the temporary directory's path is (xdist workers add a level).
+    value = "$(touch pwned) `touch pwned`; touch pwned 'q\""
     text = host.render(_host(plan, nccl_env={"NCCL_DEBUG": value}))
     block = text[text.index("printf"):].replace("/etc/nccl.conf", str(tmp_path / "nccl.conf"))
-    subprocess.run(["bash", "-c", block], check=True, timeout=10)
-    assert not canary.exists()
+    subprocess.run(["bash", "-c", block], check=True, timeout=10, cwd=tmp_path)
+    assert not (tmp_path / "pwned").exists()
     assert (tmp_path / "nccl.conf").read_text() == f"NCCL_DEBUG={value}\n"
     assert parse_text(text, source="h1.sh").nccl_env["NCCL_DEBUG"] == value
 
