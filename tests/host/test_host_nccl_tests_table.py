@@ -27,12 +27,6 @@ def test_format_table_is_the_bench_table(result: BenchResult, config: BenchConfi
     assert lines[-3].startswith("# Out of bounds values : ") and lines[-1] == "#"
     assert ("N/A (not checked: -c 0)" in lines[-3]) == (result.rows[0].wrong is None)
     assert f"# Avg bus bandwidth    : {result.avg_busbw:.3f}" in lines
-    # Byte for byte what `tensorfabric bench` printed from its own copy in cli/bench.py, for as long as one is there.
-    from tensorfabric.cli import bench
-
-    printed = getattr(bench, "format_table", None)
-    if printed is not None:
-        assert printed(result, config) == text
 
 
 def test_doctor_reads_what_bench_writes() -> None:

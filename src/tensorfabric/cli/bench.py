@@ -26,6 +26,7 @@ from tensorfabric.cli._options import (
     timeout_option,
 )
 from tensorfabric.errors import InputError
+from tensorfabric.host.nccl_tests_table import footer_lines, format_table, header_lines, row_line
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "sendrecv")
 
@@ -44,10 +45,10 @@ def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float, eng
             if stream:
                 bare = BenchResult(config.op, group.size, group.backend, config.dtype, config.codec or "none",
                                    transport=group.transport, engine=group.engine)
-                click.echo("\n".join(_header(bare, config)))
+                click.echo("\n".join(header_lines(bare, config)))
 
                 def on_row(row: Any) -> None:
-                    click.echo(_row_line(row))
+                    click.echo(row_line(row))
                     sys.stdout.flush()
             steps = len(sizes(config.min_bytes, config.max_bytes, config.factor))
             with progress(f"{config.op} x{group.size}", steps, enabled=show_progress) as advance:
@@ -59,45 +60,6 @@ def _run_rank(rank: int, config: Any, show_progress: bool, timeout_s: float, eng
         group.destroy()
 
 
-def _header(result: Any, config: Any) -> list[str]:
-    lines = [
-        f"# tensorfabric bench: {result.op}  nranks {result.nranks}  backend {result.backend}"
-        f"  engine {result.engine}" + (f"  transport {result.transport}" if result.transport else "")
-        + f"  dtype {result.dtype}  codec {result.codec}",
-    ]
-    if config is not None:
-        lines.append(f"# minBytes {config.min_bytes} maxBytes {config.max_bytes} step: {config.factor}(factor) "
-                     f"warmup iters: {config.warmup} iters: {config.iters} validation: 1")
-    codec = result.codec != "none"
-    extra = f"  {'wire':>12}  {'maxerr':>9}" if codec else ""
-    extra_units = f"  {'(B)':>12}  {'':>9}" if codec else ""
-    lines += [
-        "#",
-        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>9}  {'algbw':>7}  "
-        f"{'busbw':>7}  {'#wrong':>6}{extra}",
-        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>9}  {'(GB/s)':>7}  "
-        f"{'(GB/s)':>7}  {'':>6}{extra_units}",
-    ]
-    return lines
-
-
-def _row_line(r: Any) -> str:
-    line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
-            f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {'N/A' if r.wrong is None else r.wrong:>6}")
-    if r.wire_bytes is not None:
-        line += f"  {r.wire_bytes:>12}  {'N/A' if r.max_error is None else format(r.max_error, '9.2e'):>9}"
-    return line
-
-
-def _footer(result: Any) -> list[str]:
-    checked = all(r.wrong is not None for r in result.rows)
-    verdict = f"{result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}" if checked else "N/A (not checked: -c 0)"
-    return [f"# Out of bounds values : {verdict}",
-            f"# Avg bus bandwidth    : {result.avg_busbw:.3f}", "#"]
-
-
-def format_table(result: Any, config: Any = None) -> str:
-    return "\n".join([*_header(result, config), *(_row_line(r) for r in result.rows), *_footer(result)])
 
 
 def _plot(path: str, results: list[Any]) -> None:
@@ -223,7 +185,7 @@ def cli(op: str, min_bytes: int, max_bytes: int, factor: int, warmup: int, iters
     if as_json:
         emit_json(result.to_dict())
     elif streamed:
-        click.echo("\n".join(_footer(result)))
+        click.echo("\n".join(footer_lines(result)))
     else:
         click.echo(format_table(result, config))
     return 1 if result.wrong else 0

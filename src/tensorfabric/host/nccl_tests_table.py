@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["PerfResult", "PerfRow", "SweepConfig", "format_table"]
+__all__ = ["PerfResult", "PerfRow", "SweepConfig", "footer_lines", "format_table", "header_lines", "row_line"]
 
 
 class PerfRow(Protocol):
@@ -74,7 +74,7 @@ class SweepConfig(Protocol):
     def iters(self) -> int: ...
 
 
-def _header(result: PerfResult, config: SweepConfig | None) -> list[str]:
+def header_lines(result: PerfResult, config: SweepConfig | None) -> list[str]:
     lines = [
         f"# tensorfabric bench: {result.op}  nranks {result.nranks}  backend {result.backend}"
         f"  engine {result.engine}" + (f"  transport {result.transport}" if result.transport else "")
@@ -97,7 +97,7 @@ def _header(result: PerfResult, config: SweepConfig | None) -> list[str]:
     return lines
 
 
-def _row_line(r: PerfRow) -> str:
+def row_line(r: PerfRow) -> str:
     line = (f"  {r.size:>10}  {r.count:>12}  {r.type:>8}  {r.redop:>6}  {r.root:>6}  {r.time_us:>9.1f}  "
             f"{r.algbw:>7.3f}  {r.busbw:>7.3f}  {'N/A' if r.wrong is None else r.wrong:>6}")
     if r.wire_bytes is not None:
@@ -105,7 +105,7 @@ def _row_line(r: PerfRow) -> str:
     return line
 
 
-def _footer(result: PerfResult) -> list[str]:
+def footer_lines(result: PerfResult) -> list[str]:
     checked = all(r.wrong is not None for r in result.rows)
     verdict = f"{result.wrong} {'OK' if result.wrong == 0 else 'FAILED'}" if checked else "N/A (not checked: -c 0)"
     return [f"# Out of bounds values : {verdict}",
@@ -115,4 +115,4 @@ def _footer(result: PerfResult) -> list[str]:
 def format_table(result: PerfResult, config: SweepConfig | None = None) -> str:
     """The result as nccl-tests prints it: header (with the sweep when ``config`` is given), one row per size,
     the out-of-bounds verdict and the average bus bandwidth."""
-    return "\n".join([*_header(result, config), *(_row_line(r) for r in result.rows), *_footer(result)])
+    return "\n".join([*header_lines(result, config), *(row_line(r) for r in result.rows), *footer_lines(result)])
