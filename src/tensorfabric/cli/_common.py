@@ -16,6 +16,7 @@ from rich.table import Table
 from tensorfabric import units
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding, sort_key
+from tensorfabric.jsonable import json_default
 
 __all__ = [
     "DURATION",
@@ -74,19 +75,8 @@ def console(stream: TextIO | None = None) -> Console:
 def emit_json(obj: Any, stream: TextIO | None = None) -> None:
     """Machine output: one JSON document on stdout."""
     out = stream or sys.stdout
-    out.write(json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    out.write(json.dumps(obj, indent=2, sort_keys=False, default=json_default) + "\n")
     out.flush()
-
-
-def _json_default(obj: Any) -> Any:
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
 
 
 def findings_table(findings: Sequence[Finding], title: str = "Findings") -> Table:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tensorfabric.jsonable import json_default
 from tensorfabric.samples import Sample
 from tensorfabric.sim.accuracy import for_flows
 from tensorfabric.sim.counters import counter_samples
@@ -43,19 +44,7 @@ class SimulateReport:
 
     def to_json(self) -> str:
         """The ``--json`` document, newline-terminated, keys in the contract's order."""
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=_plain) + "\n"
-
-
-def _plain(obj: Any) -> Any:
-    # Params carry what a scenario chose: tuples (failed links), numpy scalars, records with to_dict.
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=json_default) + "\n"
 
 
 def simulate_report(result: SimResult) -> SimulateReport:
