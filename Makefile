@@ -45,11 +45,12 @@ lint: dev
 	$(VENV)/bin/mypy
 
 # Two phases: the suite on two xdist workers (one file per worker at a time, so module fixtures are built once),
-# then the tests marked serial alone: wall-clock bounds, machine-wide state, real-time servers (tests/conftest.py).
+# then the tests marked serial one at a time: wall-clock bounds, machine-wide state, real-time servers
+# (tests/conftest.py), with only the real-Prometheus module, which mostly waits, on a second worker beside them.
 PYTEST := PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cacheprovider
 pytest: dev tools
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
-	$(PYTEST) -m serial
+	$(PYTEST) -n 2 --dist loadgroup -m serial
 
 test: lint pytest
 

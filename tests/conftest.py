@@ -4,6 +4,7 @@ must run alone (the ``serial`` marker)."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,22 @@ SERIAL = {
 _TESTS = Path(__file__).resolve().parent
 
 
+# The one serial file that mostly waits (Prometheus' one-minute windows, alerts' for: durations) and loads the
+# machine little: the serial phase runs it on a second worker beside the others (xdist --dist loadgroup).
+BESIDE_SERIAL = {"telemetry/test_telemetry_prometheus.py"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # An xdist worker ignores SIGINT (the controller handles Ctrl-C), and an ignored signal stays ignored across
+    # exec: every process a test starts would then shrug off the SIGINT it is sent. Workers take the default back,
+    # so a test sees what a shell would give it.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         rel = item.path.resolve().relative_to(_TESTS).as_posix()
         if item.get_closest_marker("root") or rel in SERIAL or rel.split("/", 1)[0] in SERIAL:
             item.add_marker(pytest.mark.serial)
+            item.add_marker(pytest.mark.xdist_group("waits" if rel in BESIDE_SERIAL else "serial"))
