@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -124,14 +124,7 @@ class MeasuredDcqcn:
 def nearest_dcqcn(params: str, kind: str, hosts: int, flow_bytes: float, *,
                   path: Path = DCQCN_TABLE_PATH) -> MeasuredDcqcn | None:
     """The ns-3 scenario measured with DCQCN form ``params`` nearest to a run; None when that form has none."""
-    best: tuple[float, dict[str, Any]] | None = None
-    for row in _dcqcn_doc(path)["scenarios"]:
-        if row["params"] != params:
-            continue
-        d = abs(math.log2(hosts / row["hosts"])) + abs(math.log2(flow_bytes / row["flow_bytes"]))
-        d += 0.0 if row["kind"] == kind else 4.0
-        if best is None or d < best[0]:
-            best = (d, row)
+    best = _nearest_row((r for r in _dcqcn_doc(path)["scenarios"] if r["params"] == params), kind, hosts, flow_bytes)
     if best is None:
         return None
     d, row = best
@@ -175,14 +168,22 @@ def dcqcn_error(params: str, kind: str, hosts: int, flow_bytes: float, ecn: dict
             "within": WITHIN, "warning": warning, "notes": notes}
 
 
-def nearest(kind: str, hosts: int, flow_bytes: float, *, path: Path = TABLE_PATH) -> Measured | None:
-    """The measured scenario nearest to a run of ``kind`` ('incast' or 'perm') on ``hosts`` hosts."""
+def _nearest_row(rows: Iterable[dict[str, Any]], kind: str, hosts: int,
+                 flow_bytes: float) -> tuple[float, dict[str, Any]] | None:
+    """The row nearest a run, and its distance: octaves of hosts plus octaves of flow size, plus 4 for the other
+    traffic shape (an incast is never a good stand-in for a permutation)."""
     best: tuple[float, dict[str, Any]] | None = None
-    for row in load_table(path):
+    for row in rows:
         d = abs(math.log2(hosts / row["hosts"])) + abs(math.log2(flow_bytes / row["flow_bytes"]))
         d += 0.0 if row["kind"] == kind else 4.0
         if best is None or d < best[0]:
             best = (d, row)
+    return best
+
+
+def nearest(kind: str, hosts: int, flow_bytes: float, *, path: Path = TABLE_PATH) -> Measured | None:
+    """The measured scenario nearest to a run of ``kind`` ('incast' or 'perm') on ``hosts`` hosts."""
+    best = _nearest_row(load_table(path), kind, hosts, flow_bytes)
     if best is None:
         return None
     d, row = best
