@@ -46,11 +46,17 @@ lint: dev
 
 # Two phases: the suite on two xdist workers (one file per worker at a time, so module fixtures are built once),
 # then the tests marked serial one at a time: wall-clock bounds, machine-wide state, real-time servers
-# (tests/conftest.py), with only the real-Prometheus module, which mostly waits, on a second worker beside them.
+# (tests/conftest.py). The real-Prometheus module, which mostly waits for its windows and loads the machine little,
+# runs in a second pytest beside them; its output follows theirs.
 PYTEST := PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cacheprovider
+WAITS  := tests/telemetry/test_telemetry_prometheus.py
 pytest: dev tools
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
-	$(PYTEST) -n 2 --dist loadgroup -m serial
+	@$(PYTEST) $(WAITS) > $(VENV)/waits.log 2>&1 & waits=$$!; \
+	echo "$(PYTEST) -m serial --deselect $(WAITS)   (and $(WAITS) beside it)"; \
+	$(PYTEST) -m serial --deselect $(WAITS); serial=$$?; \
+	wait $$waits; rc=$$?; echo "== $(WAITS)"; cat $(VENV)/waits.log; \
+	[ $$serial -eq 0 ] && [ $$rc -eq 0 ]
 
 test: lint pytest
 

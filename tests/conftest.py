@@ -64,6 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# tryfirst: xdist's own hook reads the xdist_group marker to place each test, so the markers must be on by then.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         rel = item.path.resolve().relative_to(_TESTS).as_posix()
