@@ -31,7 +31,7 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
-# `make test` runs the suite in two phases: everything else on two xdist workers, then these alone. Their
+# `make test` runs the suite in two phases: everything else on two xdist workers, then these one at a time. Their
 # assertions are about wall-clock bounds, machine-wide state or real-time servers, which a second worker loading
 # the same two cores (or listing the same /tmp, /dev/shm and namespaces) would falsify. Tests marked ``root``
 # (network namespaces) are serial too.
@@ -51,24 +51,16 @@ SERIAL = {
 _TESTS = Path(__file__).resolve().parent
 
 
-# The one serial file that mostly waits (Prometheus' one-minute windows, alerts' for: durations) and loads the
-# machine little: the serial phase runs it on a second worker beside the others (xdist --dist loadgroup).
-BESIDE_SERIAL = {"telemetry/test_telemetry_prometheus.py"}
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    # An xdist worker ignores SIGINT (the controller handles Ctrl-C), and an ignored signal stays ignored across
-    # exec: every process a test starts would then shrug off the SIGINT it is sent. Workers take the default back,
-    # so a test sees what a shell would give it.
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    # An xdist worker, or a pytest started in the background by a non-interactive shell, ignores SIGINT, and an
+    # ignored signal stays ignored across exec: every process a test starts would shrug off the SIGINT it is sent.
+    # Take the default back, so a test sees what a terminal would give it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN or os.environ.get("PYTEST_XDIST_WORKER"):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# tryfirst: xdist's own hook reads the xdist_group marker to place each test, so the markers must be on by then.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         rel = item.path.resolve().relative_to(_TESTS).as_posix()
         if item.get_closest_marker("root") or rel in SERIAL or rel.split("/", 1)[0] in SERIAL:
             item.add_marker(pytest.mark.serial)
-            item.add_marker(pytest.mark.xdist_group("waits" if rel in BESIDE_SERIAL else "serial"))
