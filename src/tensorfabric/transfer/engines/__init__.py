@@ -4,9 +4,10 @@
   defaults (and the world-of-one identity);
 * :mod:`~tensorfabric.transfer.engines.torch` -- ``torch``: everything through torch.distributed;
 * :mod:`~tensorfabric.transfer.engines.nixl` -- ``nixl``: small CPU tensors by one-sided UCX writes
-  (:mod:`~tensorfabric.transfer.engines.nixl_engine`, :mod:`~tensorfabric.transfer.engines.nixl_ops`,
-  :mod:`~tensorfabric.transfer.engines.nixl_bulk`), composed with ``torch`` by
-  :mod:`~tensorfabric.transfer.engines.router`.
+  (:mod:`~tensorfabric.transfer.engines.nixl_engine`, brought up by
+  :mod:`~tensorfabric.transfer.engines.nixl_connect`, :mod:`~tensorfabric.transfer.engines.nixl_ops`,
+  :mod:`~tensorfabric.transfer.engines.nixl_bulk`, :mod:`~tensorfabric.transfer.engines.nixl_ucx`), composed
+  with ``torch`` by :mod:`~tensorfabric.transfer.engines.router`.
 
 Nothing outside this package asks which engine a group has: a :class:`~tensorfabric.transfer.group.Group`
 calls its communicator and reports ``communicator.name``.

@@ -1,6 +1,7 @@
-"""The NIXL engine: small CPU tensors by one-sided UCX writes (engines/nixl_engine.py), composed with the torch
-engine by size (engines/router.py), and how it is brought up: one NIXL engine per group, opened over the
-group's process group, UCX's lane log captured and turned into the group's transport line."""
+"""The NIXL engine: small CPU tensors by one-sided UCX writes (engines/nixl_engine.py, brought up by
+engines/nixl_connect.py), composed with the torch engine by size (engines/router.py), and how it is brought up:
+one NIXL engine per group, opened over the group's process group, UCX's lane log captured and turned into the
+group's transport line."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from tensorfabric.errors import InputError, TransferError
 from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
 from tensorfabric.transfer.engines import nixl_bulk, nixl_ops
 from tensorfabric.transfer.engines.base import Communicator, Pending
-from tensorfabric.transfer.engines.nixl_engine import available, open_engine, prepare_ucx_env
+from tensorfabric.transfer.engines.nixl_connect import open_engine
+from tensorfabric.transfer.engines.nixl_ucx import available, prepare_ucx_env
 from tensorfabric.transfer.engines.router import Router
 from tensorfabric.transfer.engines.torch import TorchCommunicator
 
@@ -59,7 +61,7 @@ class NixlCommunicator(Communicator):
         """The world's engine: NIXL up to ``max_bytes``, the torch engine above, over ``pg``.
 
         UCX reads the real process environment (as NCCL does), so this is where the transfer subsystem writes
-        it (see ``nixl_engine.prepare_ucx_env``): its lane log goes to a per-process file, unless the user
+        it (see ``nixl_ucx.prepare_ucx_env``): its lane log goes to a per-process file, unless the user
         chose ``UCX_LOG_LEVEL`` or ``UCX_LOG_FILE`` (then the transport reads unknown). The log's directory
         lives under the launcher's scratch directory (``SCRATCH_ENV``) when there is one, so a rank killed
         before :meth:`NixlEngine.close` leaves nothing behind once its launcher exits."""

@@ -7,8 +7,8 @@ sits on UCX, which picks shared memory/CMA on one host, TCP between hosts and RD
 
 Shape of one engine (one per :class:`~tensorfabric.transfer.group.Group` of two or more ranks):
 
-* an agent per rank, created at ``open_engine`` with **no progress thread** (this process polls; a progress
-  thread would fight the rank for one of very few cores), the UCX backend only;
+* an agent per rank, created at ``nixl_connect.open_engine`` with **no progress thread** (this process
+  polls; a progress thread would fight the rank for one of very few cores), the UCX backend only;
 * a receive region registered once: ``slots`` slots of ``slot_bytes`` for every peer (the peer writes its
   k-th message into slot ``k % slots`` of the region reserved for it), and a send staging region of the same
   shape (UCX can only write from registered memory, and a copy of at most ``slot_bytes`` costs microseconds);
@@ -59,22 +59,22 @@ Failure: every wait is bounded by ``timeout_s``; a peer on this host whose proce
 ``peer`` mode excludes them and falls back to TCP loopback, twice the latency), and failure detection does not
 depend on UCX because of the checks above.
 
-Environment: UCX reads the process environment, so :func:`prepare_ucx_env` (the one place this module writes
-it) sets ``UCX_MODULES=^efa`` (the wheel's EFA module crashes at exit when Debian's ibverbs-providers is
-installed) and the log capture that proves the transport (:mod:`tensorfabric.host.ucx_log`), never
-overriding a variable the user set.
+Bring-up (agent, regions, metadata, the first message each way) is
+:mod:`~tensorfabric.transfer.engines.nixl_connect`'s; UCX's environment and log, and NIXL's logging,
+:mod:`~tensorfabric.transfer.engines.nixl_ucx`'s.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import TransferError
 from tensorfabric.host.ucx_log import UcxTransport, classify, parse_ucx_log
 from tensorfabric.transfer.engines.base import on_settle
+from tensorfabric.transfer.engines.nixl_ucx import available, prepare_ucx_env, read_ucx_log
 from tensorfabric.transfer.failures import process_gone
 
 if TYPE_CHECKING:
@@ -82,7 +82,9 @@ if TYPE_CHECKING:
 
     from tensorfabric.transfer.records import RankEntry
 
-__all__ = ["DEFAULT_SLOTS", "ERROR_MODES", "NixlEngine", "available", "open_engine", "prepare_ucx_env",
+# available, prepare_ucx_env and read_ucx_log live in nixl_ucx; tests and the disaggregated runner import them
+# from here.
+__all__ = ["DEFAULT_SLOTS", "ERROR_MODES", "NixlEngine", "available", "prepare_ucx_env", "read_ucx_log",
            "settle_all"]
 
 DEFAULT_SLOTS = 8
@@ -97,23 +99,6 @@ on a timer, ~60-100 µs late. Past 5 ms the peer is genuinely busy (a pipeline s
 would take CPU it may need."""
 _LIVENESS_S = 0.2
 """How often a waiting rank checks that its local peers' processes still exist (a /proc read)."""
-
-
-def available() -> bool:
-    """Whether the NIXL wheel (``nixl-cu12``) can be imported here."""
-    try:
-        import nixl_cu12  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def prepare_ucx_env(environ: MutableMapping[str, str], log_path: str | None) -> None:
-    """Set what UCX must see before the agent exists, keeping every user setting."""
-    environ.setdefault("UCX_MODULES", "^efa")
-    if log_path is not None:
-        environ["UCX_LOG_LEVEL"] = "info"
-        environ["UCX_LOG_FILE"] = log_path
 
 
 def _size_class(nbytes: int) -> int:
@@ -161,8 +146,8 @@ class NixlEngine:
         """Seconds spent blocked for peers (their lateness plus wire latency) since the last reset."""
         self.inline_bulk = False
         """Whether bulk exchanges (:mod:`tensorfabric.transfer.engines.nixl_bulk`) send their bytes inline: set
-        at :func:`open_engine` when UCX reports TCP, where an inline message is one trip instead of three
-        (the module docstring). Over shared memory a 576 KiB int8 all_reduce on three local ranks took
+        at ``nixl_connect.open_engine`` when UCX reports TCP, where an inline message is one trip instead of
+        three (the module docstring). Over shared memory a 576 KiB int8 all_reduce on three local ranks took
         1.88 ms inline against 1.77 ms with WRITEs (``benchmarks/compressed_routes.py``, medians of 5)."""
         self.owned_dir: str | None = None
         """The directory of ``log_path`` when this (world) engine made it: removed at :meth:`close`."""
@@ -453,101 +438,7 @@ def settle_all(op: str = "settle") -> None:
 on_settle(settle_all)
 
 
-def read_ucx_log(log_path: str | None) -> str:
-    """This process's UCX log so far (``%p`` in ``log_path`` is the pid); '' when it was not captured."""
-    from pathlib import Path
-
-    if log_path is None:
-        return ""
-    _flush_c_stdio()
-    try:
-        return Path(log_path.replace("%p", str(os.getpid()))).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _route_nixl_logging() -> None:
-    """nixl_cu12 logs INFO lines to **stdout** (it would corrupt ``--json``); send them to the root logger
-    (stderr) at WARNING unless the user chose ``NIXL_LOG_LEVEL``."""
-    import logging
-    import sys
-
-    logger = logging.getLogger("nixl")
-    for handler in list(logger.handlers):
-        if getattr(handler, "stream", None) is sys.stdout:
-            logger.removeHandler(handler)
-    logger.propagate = True
-    if "NIXL_LOG_LEVEL" not in os.environ:
-        logger.setLevel(logging.WARNING)
-
-
-def _flush_c_stdio() -> None:
-    """UCX logs through a buffered C ``FILE*``; ``fflush(NULL)`` pushes its lines to the file now."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):
-        pass
-
-
 def _u8() -> Any:
     import torch
 
     return torch.uint8
-
-
-def open_engine(exchange: Callable[[Any], list[Any]], *, rank: int, size: int, table: Sequence[RankEntry],
-                host: str, group: str, timeout_s: float, slot_bytes: int, slots: int = DEFAULT_SLOTS,
-                error_mode: str = "none", log_path: str | None = None) -> NixlEngine:
-    """Create this rank's agent, register its regions, swap metadata through ``exchange`` (an all_gather of
-    one picklable object per rank, in group-rank order) and connect to every peer. Collective."""
-    import torch
-
-    try:
-        from nixl_cu12 import nixl_agent, nixl_agent_config
-    except ImportError as exc:
-        raise TransferError("engine 'nixl' needs the NIXL wheel: pip install 'tensorfabric[nixl]' "
-                            f"(nixl-cu12) ({exc})", op="init", group=group) from exc
-    _route_nixl_logging()
-    name = f"{group}-r{rank}-p{os.getpid()}"
-    try:
-        agent = nixl_agent(name, nixl_agent_config(enable_prog_thread=False, enable_listen_thread=False,
-                                                   backends=[]))
-        agent.create_backend("UCX", {"ucx_error_handling_mode": error_mode})
-        # Touch every page now, so no write ever lands on a page the kernel has yet to fault in.
-        recv = torch.zeros(size * slots * slot_bytes, dtype=torch.uint8)
-        send = torch.zeros(size * slots * slot_bytes, dtype=torch.uint8)
-        agent.register_memory([recv, send])
-        mine = (agent.get_agent_metadata(), recv.data_ptr())
-    except Exception as exc:  # noqa: BLE001 -- nixl_cu12 raises several unrelated types
-        raise TransferError(f"creating the NIXL agent failed: {exc}", op="init", group=group) from exc
-    everyone = exchange(mine)
-    peers: list[str | None] = [None] * size
-    try:
-        for p, (blob, _) in enumerate(everyone):
-            if p != rank:
-                added = agent.add_remote_agent(blob)
-                remote = added.decode() if isinstance(added, bytes) else str(added)
-                agent.make_connection(remote)
-                peers[p] = remote
-    except Exception as exc:  # noqa: BLE001
-        raise TransferError(f"connecting NIXL agents failed: {exc}", op="init", group=group) from exc
-
-    engine = NixlEngine(agent=agent, rank=rank, peers=peers, table=table, host=host, recv=recv, send=send,
-                        remote_recv=[ptr for _, ptr in everyone], slot_bytes=slot_bytes, slots=slots,
-                        timeout_s=timeout_s, group=group, name=name, log_path=log_path)
-    # One message each way, so the lanes are chosen (and logged) and the first-transfer cost is paid here.
-    probe = torch.zeros(1, dtype=torch.uint8)
-    for p in range(size):
-        if p != rank:
-            engine.put(p, probe, "init")
-    for p in range(size):
-        if p != rank:
-            engine.take(p, "init")
-            engine.release(p)
-    engine.finish("init")
-    engine.wait_s = 0.0
-    # Inline only pays over TCP: shared memory and RDMA complete a WRITE without the peer's software.
-    engine.inline_bulk = engine.transport().kind == "tcp"
-    return engine

@@ -36,9 +36,9 @@ def connect_kv(exchange: Callable[[Any], list[Any]], *, role: str, index: int, l
     except ImportError as exc:
         raise TransferError(f"the KV transfer needs the NIXL wheel (nixl-cu12): {exc}", op="kv_init",
                             group="kv") from exc
-    from tensorfabric.transfer.engines.nixl_engine import _route_nixl_logging
+    from tensorfabric.transfer.engines.nixl_ucx import route_nixl_logging
 
-    _route_nixl_logging()
+    route_nixl_logging()
     t0 = time.perf_counter()
     name = f"kv-{role}{index}-p{os.getpid()}"
     try:
