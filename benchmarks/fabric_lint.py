@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.fabric.lint import lint
-from tensorfabric.fabric.spec_load import load_text
+from tensorfabric.fabric.spec.load import load_text
 from tensorfabric.fabric.starter import starter_yaml
 from tensorfabric.fsutil import atomic_write_text
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.fabric.renderers import render_all, render_fabric
-from tensorfabric.fabric.spec_load import load_text
+from tensorfabric.fabric.spec.load import load_text
 from tensorfabric.fabric.starter import starter_yaml
 from tensorfabric.fsutil import atomic_write_figure, atomic_write_text
 from tensorfabric.host.ncclenv import nccl_env_for_nics

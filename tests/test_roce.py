@@ -16,7 +16,8 @@ def test_recipe_numbers() -> None:
 
 
 def test_the_recipe_is_defined_once() -> None:
-    from tensorfabric.fabric import headroom, spec_qos
+    from tensorfabric.fabric import headroom
+    from tensorfabric.fabric.spec import qos as spec_qos
     from tensorfabric.host.checks.base import DoctorContext
     from tensorfabric.sim.pfc import PfcConfig
     from tensorfabric.telemetry.detectors.base import Thresholds

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tensorfabric.fabric.deployed import Deployed
-from tensorfabric.fabric.renderers.plan import HostPlan, SwitchPlan
+from tensorfabric.fabric.plan import HostPlan, SwitchPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "fixtures" / "fabric" / "specs"

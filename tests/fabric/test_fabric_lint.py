@@ -190,7 +190,7 @@ def test_spec_view_matches_deployed_vocabulary() -> None:
 
 def test_lint_view_and_render_plan_are_one_resolution() -> None:
     """What lint expects of a switch is what render writes: the same ports, PG sizes and ECN per port."""
-    from tensorfabric.fabric.renderers.plan import switch_plans
+    from tensorfabric.fabric.plan import switch_plans
 
     data = _reference()
     data["switches"][0]["asic"] = {"model": "spectrum4", "shared_buffer": "64MiB", "shared_headroom_pool": True}

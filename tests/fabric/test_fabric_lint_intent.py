@@ -189,7 +189,7 @@ def test_unbound_pg_is_undeterminable_under_the_dynamic_buffer_model() -> None:
 
 
 def test_spec_defaults_and_renderers_take_the_watchdog_and_ecn_facts_from_roce() -> None:
-    from tensorfabric.fabric.spec_qos import EcnProfile, WatchdogPlan
+    from tensorfabric.fabric.spec.qos import EcnProfile, WatchdogPlan
 
     wd = WatchdogPlan()
     assert (wd.detection_ms, wd.restoration_ms, wd.poll_ms, wd.action) == (

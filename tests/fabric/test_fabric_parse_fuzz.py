@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fabric.parsers import FORMATS, parse_text
+from tensorfabric.fabric.plan import host_plans
 from tensorfabric.fabric.renderers import render_fabric
-from tensorfabric.fabric.renderers.plan import host_plans
 from tensorfabric.fabric.spec import FabricSpec, load_spec
 
 from .fabric_io_support import DEPLOYED, SPECS

@@ -11,8 +11,8 @@ import pytest
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.parsers import parse_deployed, parse_text
+from tensorfabric.fabric.plan import HostPlan, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.renderers import RENDERERS, render_all, render_fabric
-from tensorfabric.fabric.renderers.plan import HostPlan, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec, load_spec
 
 from .fabric_io_support import GOLDEN, GOLDEN_SPECS, SPECS, host_mismatches, switch_mismatches

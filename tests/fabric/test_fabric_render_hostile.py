@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from tensorfabric.errors import InputError
+from tensorfabric.fabric.plan import host_plans
 from tensorfabric.fabric.renderers import Rendered, render_fabric
-from tensorfabric.fabric.renderers.plan import host_plans
 from tensorfabric.fabric.spec import FabricSpec, parse_spec
 
 from .fabric_core_paths import SPECS

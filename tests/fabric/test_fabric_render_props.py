@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorfabric.fabric.parsers import parse_text
+from tensorfabric.fabric.plan import host_plans, switch_plans
 from tensorfabric.fabric.renderers import render_fabric
-from tensorfabric.fabric.renderers.plan import host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec, load_spec
 
 from .fabric_io_support import SPECS, host_mismatches, switch_mismatches

@@ -53,7 +53,7 @@ def test_the_quick_yaml_loader_builds_what_safe_load_builds(document: str) -> No
     # Built from libyaml's events, with PyYAML's own construction for the unusual: same values, same errors.
     import yaml
 
-    from tensorfabric.fabric.spec_load import _BASE, load_yaml
+    from tensorfabric.fabric.spec.load import _BASE, load_yaml
 
     def outcome(load: Callable[[str], Any]) -> Any:
         try:
@@ -67,7 +67,7 @@ def test_the_quick_yaml_loader_builds_what_safe_load_builds(document: str) -> No
 def test_a_starter_spec_loads_as_safe_load_reads_it() -> None:
     import yaml
 
-    from tensorfabric.fabric.spec_load import load_yaml
+    from tensorfabric.fabric.spec.load import load_yaml
     from tensorfabric.fabric.starter import starter_yaml
 
     text = starter_yaml(leaves=3, spines=2, hosts_per_leaf=4, speed_bps=400e9, nos="sonic", asic="spectrum4")
@@ -78,7 +78,7 @@ def test_a_starter_spec_loads_as_safe_load_reads_it() -> None:
 def test_memoised_headroom_is_headroom_for_port_on_every_switch_port(name: str) -> None:
     # switch_plans computes headroom once per (ASIC, speed, cable, MTU): it must be what each port alone gives.
     from tensorfabric.fabric.headroom import headroom_for_port
-    from tensorfabric.fabric.renderers.plan import switch_plans
+    from tensorfabric.fabric.plan import switch_plans
     from tensorfabric.fabric.spec import load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / name)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fabric.lint import lint
 from tensorfabric.fabric.spec import FabricSpec, load_spec, parse_spec
-from tensorfabric.fabric.spec_load import field_path, load_text
+from tensorfabric.fabric.spec.load import field_path, load_text
 
 from .fabric_core_paths import SPECS
 

@@ -2,7 +2,7 @@
 
 A spec is turned into the same records the parsers produce from real configs (format ``spec``), so every rule
 is written once over one vocabulary and a deployed file simply replaces the spec's record of that device. The
-records come from the renderers' per-device plans (:mod:`tensorfabric.fabric.renderers.plan`), the one place
+records come from the renderers' per-device plans (:mod:`tensorfabric.fabric.plan`), the one place
 the spec is resolved: what lint expects is exactly what render writes (every port, the same PG sizes).
 A few host facts have no field in ``Deployed`` (link-level pause, NIC storm prevention, DCBX ownership); they
 travel in :class:`HostExtras` and are known only from a spec.
@@ -22,9 +22,9 @@ from tensorfabric.fabric.headroom import (
     least_switch_headroom,
 )
 from tensorfabric.fabric.lint.intent import LosslessClass, RoceIntent, lossless_classes, roce_intent
-from tensorfabric.fabric.renderers.plan import HostPlan, SwitchPlan, host_plans, switch_plans
+from tensorfabric.fabric.plan import HostPlan, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec, HostSpec
-from tensorfabric.fabric.spec_qos import DcbxSetting, QosPlan
+from tensorfabric.fabric.spec.qos import DcbxSetting, QosPlan
 
 __all__ = ["HostExtras", "LintContext", "PortRef", "build_context", "deployed_from_spec"]
 

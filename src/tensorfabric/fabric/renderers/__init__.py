@@ -24,8 +24,8 @@ from pathlib import Path
 from types import ModuleType
 
 from tensorfabric.errors import InputError
+from tensorfabric.fabric.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.renderers import eos, host, nvue, nxos, sonic
-from tensorfabric.fabric.renderers.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
 from tensorfabric.fabric.spec import FabricSpec
 from tensorfabric.fsutil import write_files
 from tensorfabric.registry import Registry

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile
+from tensorfabric.fabric.plan import PortPlan, SwitchPlan
 from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
-from tensorfabric.fabric.renderers.plan import PortPlan, SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
 

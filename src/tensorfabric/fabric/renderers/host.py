@@ -16,11 +16,11 @@ import shlex
 from collections.abc import Callable
 
 from tensorfabric.errors import InputError
+from tensorfabric.fabric.plan import HostPlan, NicPlan
 from tensorfabric.fabric.renderers import host_dcb, host_mlx5
 from tensorfabric.fabric.renderers._escape import comment, text
 from tensorfabric.fabric.renderers._shell import HOST, name
 from tensorfabric.fabric.renderers._text import GENERATED
-from tensorfabric.fabric.renderers.plan import HostPlan, NicPlan
 from tensorfabric.registry import Registry
 
 __all__ = ["ENV_PROFILE", "EXTENSION", "NCCL_CONF", "NIC_DIALECTS", "TARGET", "render"]

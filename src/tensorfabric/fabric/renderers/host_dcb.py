@@ -8,10 +8,10 @@ no vendor-neutral interface; the script says so in a comment and leaves them to 
 
 from __future__ import annotations
 
+from tensorfabric.fabric.plan import NicPlan
 from tensorfabric.fabric.renderers._escape import comment
 from tensorfabric.fabric.renderers._shell import NETDEV, name, num
 from tensorfabric.fabric.renderers._text import metres, speed_label
-from tensorfabric.fabric.renderers.plan import NicPlan
 
 __all__ = ["render_nic"]
 

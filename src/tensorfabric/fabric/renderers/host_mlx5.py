@@ -7,10 +7,10 @@ priorities, the CNP DSCP and 802.1p priority, PFC storm prevention and the MLNX_
 
 from __future__ import annotations
 
+from tensorfabric.fabric.plan import NicPlan
 from tensorfabric.fabric.renderers._escape import comment
 from tensorfabric.fabric.renderers._shell import NETDEV, RDMA, name, num
 from tensorfabric.fabric.renderers._text import metres, speed_label
-from tensorfabric.fabric.renderers.plan import NicPlan
 
 __all__ = ["VENDORS", "render_nic"]
 

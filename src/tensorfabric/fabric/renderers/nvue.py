@@ -14,9 +14,9 @@ import math
 
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.plan import SwitchPlan
 from tensorfabric.fabric.renderers._escape import comment, shell
 from tensorfabric.fabric.renderers._text import GENERATED, number, speed_label
-from tensorfabric.fabric.renderers.plan import SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
 

@@ -17,9 +17,9 @@ import math
 
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile
+from tensorfabric.fabric.plan import SwitchPlan
 from tensorfabric.fabric.renderers._escape import cli_name, cli_text, comment
 from tensorfabric.fabric.renderers._text import GENERATED, group_interfaces, number, speed_label
-from tensorfabric.fabric.renderers.plan import SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
+from tensorfabric.fabric.plan import SwitchPlan
 from tensorfabric.fabric.renderers._escape import json_text
 from tensorfabric.fabric.renderers._text import metres, number, speed_label
-from tensorfabric.fabric.renderers.plan import SwitchPlan
 
 __all__ = ["EXTENSION", "TARGET", "render"]
 
@@ -25,6 +25,7 @@ TARGET = "sonic"
 EXTENSION = "json"
 _MAP = "ROCE"
 _PRIORITIES = range(8)
+_Table = dict[str, dict[str, str]]
 
 
 def _ints(table: dict[int, int]) -> dict[str, str]:
@@ -77,6 +78,54 @@ def _wred(profile: EcnProfile) -> dict[str, str]:
     return out
 
 
+def _queues(plan: SwitchPlan, wred_names: dict[EcnProfile, str]) -> tuple[_Table, _Table]:
+    """The SCHEDULER and QUEUE tables: each port's queues get their scheduler and, when lossless, the WRED profile."""
+    schedulers: _Table = {}
+    queues: _Table = {}
+    for port in plan.ports:
+        for prio in _PRIORITIES:
+            entry = {}
+            if prio in plan.strict:
+                schedulers["scheduler.strict"] = {"type": "STRICT"}
+                entry["scheduler"] = "scheduler.strict"
+            elif prio in plan.ets:
+                name = f"scheduler.dwrr{plan.ets[prio]}"
+                schedulers[name] = {"type": "DWRR", "weight": str(plan.ets[prio])}
+                entry["scheduler"] = name
+            if prio in plan.lossless and port.lossless and port.ecn in wred_names:
+                entry["wred_profile"] = wred_names[port.ecn]
+            if entry:
+                queues[f"{port.name}|{prio}"] = entry
+    return dict(sorted(schedulers.items())), queues
+
+
+def _buffers(plan: SwitchPlan) -> tuple[_Table, _Table]:
+    """The BUFFER_PROFILE and BUFFER_PG tables: one lossless profile per distinct headroom, named as SONiC's
+    buffer manager names its own (speed and cable length), with a suffix where two ports of that name differ."""
+    profiles: dict[str, tuple[Headroom, int | None, int]] = {}
+    pgs: _Table = {}
+    for port in plan.ports:
+        if port.headroom is None or not port.lossless:
+            continue
+        cable = metres(port.cable_length_m) if port.cable_length_m is not None else "default"
+        base = f"pg_lossless_{int(port.speed_bps // 1_000_000)}_{cable}_profile"
+        name = base
+        wanted = (port.headroom, port.xon_offset, port.dynamic_th)
+        while name in profiles and profiles[name] != wanted:
+            name = f"{base}_{port.mtu}" if name == base else f"{name}_"
+        profiles[name] = wanted
+        for prio in plan.lossless:
+            pgs[f"{port.name}|{prio}"] = {"profile": name}
+    buffer_profiles: _Table = {}
+    for name, (room, xon_offset, dynamic_th) in profiles.items():
+        fields = {"pool": "ingress_lossless_pool", "xon": str(room.xon_bytes), "xoff": str(room.xoff_bytes),
+                  "size": str(room.size_bytes), "dynamic_th": str(dynamic_th)}
+        if xon_offset is not None:
+            fields["xon_offset"] = str(xon_offset)  # Broadcom SKUs carry it in the profile
+        buffer_profiles[name] = fields
+    return buffer_profiles, pgs
+
+
 def render(plan: SwitchPlan) -> str:
     lossless = plan.lossless
     db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": json_text(plan.name, "switches name")}}}
@@ -107,47 +156,8 @@ def render(plan: SwitchPlan) -> str:
             wred_names.setdefault(profile, f"ROCE_LOSSLESS_{speed_label(speed)}")
     db["WRED_PROFILE"] = {name: _wred(profile) for profile, name in wred_names.items()}
 
-    schedulers: dict[str, dict[str, str]] = {}
-    queues: dict[str, dict[str, str]] = {}
-    for port in plan.ports:
-        for prio in _PRIORITIES:
-            entry = {}
-            if prio in plan.strict:
-                schedulers["scheduler.strict"] = {"type": "STRICT"}
-                entry["scheduler"] = "scheduler.strict"
-            elif prio in plan.ets:
-                name = f"scheduler.dwrr{plan.ets[prio]}"
-                schedulers[name] = {"type": "DWRR", "weight": str(plan.ets[prio])}
-                entry["scheduler"] = name
-            if prio in lossless and port.lossless and port.ecn in wred_names:
-                entry["wred_profile"] = wred_names[port.ecn]
-            if entry:
-                queues[f"{port.name}|{prio}"] = entry
-    db["SCHEDULER"] = dict(sorted(schedulers.items()))
-    db["QUEUE"] = queues
-
-    profiles: dict[str, tuple[Headroom, int | None, int]] = {}
-    pgs: dict[str, dict[str, str]] = {}
-    for port in plan.ports:
-        if port.headroom is None or not port.lossless:
-            continue
-        cable = metres(port.cable_length_m) if port.cable_length_m is not None else "default"
-        base = f"pg_lossless_{int(port.speed_bps // 1_000_000)}_{cable}_profile"
-        name = base
-        wanted = (port.headroom, port.xon_offset, port.dynamic_th)
-        while name in profiles and profiles[name] != wanted:
-            name = f"{base}_{port.mtu}" if name == base else f"{name}_"
-        profiles[name] = wanted
-        for prio in lossless:
-            pgs[f"{port.name}|{prio}"] = {"profile": name}
-    db["BUFFER_PROFILE"] = {}
-    for name, (room, xon_offset, dynamic_th) in profiles.items():
-        fields = {"pool": "ingress_lossless_pool", "xon": str(room.xon_bytes), "xoff": str(room.xoff_bytes),
-                  "size": str(room.size_bytes), "dynamic_th": str(dynamic_th)}
-        if xon_offset is not None:
-            fields["xon_offset"] = str(xon_offset)  # Broadcom SKUs carry it in the profile
-        db["BUFFER_PROFILE"][name] = fields
-    db["BUFFER_PG"] = pgs
+    db["SCHEDULER"], db["QUEUE"] = _queues(plan, wred_names)
+    db["BUFFER_PROFILE"], db["BUFFER_PG"] = _buffers(plan)
     db["CABLE_LENGTH"] = {"AZURE": {p.name: metres(p.cable_length_m) for p in plan.ports
                                     if p.cable_length_m is not None}}
     wd = plan.watchdog

@@ -18,7 +18,7 @@ from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
 from tensorfabric.fabric.headroom import HeadroomResult, headroom_for_port
 from tensorfabric.fabric.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec
-from tensorfabric.fabric.spec_qos import WatchdogPlan
+from tensorfabric.fabric.spec.qos import WatchdogPlan
 
 __all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_plans", "switch_plans"]
 

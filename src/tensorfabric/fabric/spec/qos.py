@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tensorfabric.fabric.spec_types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed, Text
+from tensorfabric.fabric.spec.types import Dscp, Mtu, Percent, Priority, Size, SpecModel, Speed, Text
 from tensorfabric.roce import (
     CNP_DSCP,
     CNP_PRIORITY,

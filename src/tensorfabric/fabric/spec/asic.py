@@ -9,7 +9,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.headroom import ASICS, PRESETS, AsicBuffer, HeadroomTable, asic_named, load_table
-from tensorfabric.fabric.spec_types import Size, SpecModel
+from tensorfabric.fabric.spec.types import Size, SpecModel
 
 __all__ = ["AsicSpec"]
 

@@ -1,10 +1,11 @@
-"""The fabric spec: switches, hosts with NICs, links and one QoS plan for the whole lossless fabric.
+"""The fabric spec's records: switches, hosts with NICs, links and one QoS plan for the whole lossless fabric.
 
 A spec is YAML validated into frozen pydantic models. Speeds, lengths and sizes accept units (``400G``, ``5m``,
 ``150KB``); values are kept in base units (``speed_bps``, ``cable_length_m``, bytes). Devices may carry a ``qos``
 override block: the plan says what the fabric should be, an override records what one device really does
-differently (the linter then reports it). :func:`load_spec` turns YAML and validation errors into
-:class:`~tensorfabric.errors.ParseError` naming the field path, e.g. ``links[3].cable_length``.
+differently (the linter then reports it). Loading lives in :mod:`.load`, which imports these records (never the
+other way round): its ``load_spec`` turns YAML and validation errors into :class:`~tensorfabric.errors.ParseError`
+naming the field path, e.g. ``links[3].cable_length``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from tensorfabric import topology
-from tensorfabric.fabric.spec_asic import AsicSpec
-from tensorfabric.fabric.spec_qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
-from tensorfabric.fabric.spec_types import Length, Mtu, Size, SpecModel, Speed, Text, check_text
+from tensorfabric.fabric.spec.asic import AsicSpec
+from tensorfabric.fabric.spec.qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
+from tensorfabric.fabric.spec.types import Length, Mtu, Size, SpecModel, Speed, Text, check_text
 
 __all__ = [
     "NOS_NAMES",
@@ -38,8 +38,6 @@ __all__ = [
     "SwitchPortSpec",
     "SwitchQos",
     "SwitchSpec",
-    "load_spec",
-    "parse_spec",
 ]
 
 NosName = Literal["sonic", "cumulus", "eos", "nxos"]
@@ -323,16 +321,3 @@ class FabricSpec(SpecModel):
         link = self.link_at(f"{device}:{port}")
         return (self.link_speed(link) or 0.0) if link else 0.0
 
-
-def parse_spec(data: Any, *, source: str = "<spec>") -> FabricSpec:
-    """Validate already-loaded YAML/JSON data; errors name the field path."""
-    from tensorfabric.fabric.spec_load import validate
-
-    return validate(data, source=source)
-
-
-def load_spec(path: str | Path) -> FabricSpec:
-    """Read and validate a YAML spec file; every problem becomes a ParseError/InputError naming the field path."""
-    from tensorfabric.fabric.spec_load import load
-
-    return load(path)

@@ -14,11 +14,11 @@ import yaml
 from pydantic import ValidationError
 
 from tensorfabric.errors import InputError, ParseError
-from tensorfabric.fabric.spec import FabricSpec
-from tensorfabric.fabric.spec_types import UNIT_PREFIX
+from tensorfabric.fabric.spec.model import FabricSpec
+from tensorfabric.fabric.spec.types import UNIT_PREFIX
 from tensorfabric.fsutil import read_input
 
-__all__ = ["field_path", "load", "load_text", "load_yaml", "validate"]
+__all__ = ["field_path", "load", "load_spec", "load_text", "load_yaml", "parse_spec", "validate"]
 
 _MAX_REPORTED = 4
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
@@ -287,3 +287,13 @@ def load(path: str | Path) -> FabricSpec:
         raise InputError(f"spec: {str(target)!r} is not UTF-8 text (byte {exc.start}); give a YAML fabric spec "
                          "file") from None
     return load_text(text, source=str(target), base_dir=target.parent)
+
+
+def parse_spec(data: Any, *, source: str = "<spec>") -> FabricSpec:
+    """Validate already-loaded YAML/JSON data; errors name the field path."""
+    return validate(data, source=source)
+
+
+def load_spec(path: str | Path) -> FabricSpec:
+    """Read and validate a YAML spec file; every problem becomes a ParseError/InputError naming the field path."""
+    return load(path)
