@@ -107,7 +107,7 @@ def test_deeply_nested_links_yaml_is_bad_input_not_an_internal_error(tmp_path: P
     sysfs = Path(__file__).resolve().parent / "fixtures" / "sysfs" / "mlx5-roce"
     assert main(["monitor", "--links", str(deep), "--once", "--source", f"sysfs:{sysfs}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--links" in err[0] and "nesting depth" in err[0]
+    assert len(err) == 1 and "--links" in err[0] and "nested deeper than" in err[0]
 
 
 @pytest.mark.parametrize(("argv", "needle"), [

@@ -134,9 +134,9 @@ def test_sweep_json_is_summary_to_dict() -> None:
 
 
 def test_monitor_reserved_labels_have_one_home() -> None:
-    from tensorfabric.cli.monitor import _const_labels
     from tensorfabric.metrics_catalogue import LABELS
     from tensorfabric.telemetry.exposition import RESERVED_LABELS
+    from tensorfabric.telemetry.monitor_inputs import const_labels as _const_labels
 
     assert set(LABELS) <= RESERVED_LABELS and {"job", "instance", "detector", "version"} <= RESERVED_LABELS
     for key in ("kind", "job", "subject", "link_layer"):

@@ -308,17 +308,13 @@ def _sweep_plan(spec_path: str) -> tuple[SweepSpec, SweepPlan]:
     """The sweep spec at ``spec_path`` and its scenarios, on the fabric spec it names (relative to it)."""
     import os
 
-    import yaml
-
-    from tensorfabric.fsutil import read_input
     from tensorfabric.sim.from_spec import ecn_config
     from tensorfabric.sim.sweep import plan_sweep
     from tensorfabric.sim.sweep_spec import parse_spec
+    from tensorfabric.yamlload import read_yaml
 
-    try:
-        doc = yaml.safe_load(read_input(spec_path, "sweep spec"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"sweep spec {spec_path!r}: not YAML ({' '.join(str(exc).split())})") from None
+    doc = read_yaml(spec_path, "sweep spec", root=dict,
+                    example="a mapping with 'parameters' (and 'topology' or 'fabric'), as in examples/sweep.yaml")
     spec = parse_spec(doc, spec_path)
     if spec.fabric is None:
         return spec, plan_sweep(spec, None, None)
