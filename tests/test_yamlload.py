@@ -1,5 +1,6 @@
 """The one YAML loader: nesting depth and size capped as YAML errors with a line, roots refused in domain words,
-and every YAML-reading option (monitor --links, simulate sweep SPEC) exits 2 in one line on a nested file."""
+and every YAML-reading option (monitor --links, simulate sweep SPEC, --fabric) exits 2 in one line on a nested
+file."""
 
 from __future__ import annotations
 
@@ -60,12 +61,13 @@ def test_read_yaml_refuses_in_one_line_naming_the_option_and_the_form(tmp_path: 
 
 
 @pytest.mark.parametrize("text", [DEEP["flow lists"], DEEP["block mappings"]], ids=["flow", "block"])
-def test_deep_links_file_and_sweep_spec_exit_2_in_one_line(tmp_path: Path, text: str,
+def test_deep_links_file_sweep_spec_and_fabric_spec_exit_2_in_one_line(tmp_path: Path, text: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     deep = tmp_path / "deep.yaml"
     deep.write_text(text)
     for argv, option in ((["monitor", "--once", "--links", str(deep), "--source", f"sysfs:{SYSFS}"], "--links"),
-                         (["simulate", "sweep", str(deep)], "sweep spec")):
+                         (["simulate", "sweep", str(deep)], "sweep spec"),
+                         (["fabric", "lint", "--fabric", str(deep)], "malformed YAML")):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and option in err[0] and f"nested deeper than {MAX_DEPTH} levels" in err[0], err

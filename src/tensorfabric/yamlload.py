@@ -17,7 +17,7 @@ import yaml
 from tensorfabric.errors import InputError
 from tensorfabric.fsutil import read_input
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "TooDeep", "TooLarge", "load_yaml", "read_yaml"]
+__all__ = ["LOADER", "MAX_CHARS", "MAX_DEPTH", "SAFE_LOADER", "TooDeep", "TooLarge", "load_yaml", "read_yaml"]
 
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings taken. A fabric spec is about six levels deep; 64 leaves room for any
@@ -26,8 +26,8 @@ hand-written file and stays far below the ~300 levels where the pure-Python load
 MAX_CHARS = 64 * 1024 * 1024
 """Largest YAML text taken: a 4096-host fabric spec is a few MB, and the built objects take ~10x the text."""
 
-# libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
-_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one."""
 
 
 class TooDeep(yaml.MarkedYAMLError):
@@ -45,7 +45,7 @@ class TooLarge(yaml.YAMLError):
         self.problem = str(self)
 
 
-class _Loader(_BASE):  # type: ignore[misc]
+class _Loader(SAFE_LOADER):  # type: ignore[misc]
     """The safe loader with its implicit-tag resolution memoised: a fabric spec repeats the same few scalars
     (``eth0``, ``400G``, ``copper``) thousands of times, and each was matched against the resolver's regexes."""
 
