@@ -5,6 +5,9 @@ result (concurrent scrapes share one collection instead of queueing for one each
 source is read in its own thread, all under one deadline; a source that does not answer in time keeps its last
 values, which are served marked stale (``SourceStatus.stale_s``) until ``stale_s`` has passed, and is read in
 the background (not waited on) until one of its reads is quick again: a dead source costs one poll its deadline.
+The reading itself is :func:`telemetry.intake.read_all`, the sharing of a poll :mod:`telemetry.single_flight`, and
+which source owns a series (the first that reported it) :mod:`telemetry.series_owners`; this module files what
+they bring.
 
 History is kept at two resolutions. Every series keeps its full-resolution points for the longest short
 lookback (25 minutes by default: the watchdog-flap and link-flap windows). The series a long-horizon detector
@@ -21,18 +24,18 @@ import threading
 import time as _time
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
 
-from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Alert, Sample
 from tensorfabric.telemetry.clock import PollClock
 from tensorfabric.telemetry.detectors import Detector, Thresholds, load
 from tensorfabric.telemetry.detectors.base import aged
-from tensorfabric.telemetry.intake import MAX_ERRORS, Reader, bad_names, bounded, checked
-from tensorfabric.telemetry.metrics import GENERIC, METRICS
+from tensorfabric.telemetry.intake import Answer, Reader, bounded, checked, read_all
+from tensorfabric.telemetry.metrics import GENERIC
 from tensorfabric.telemetry.rates import CounterEvent, RateTracker
+from tensorfabric.telemetry.series_owners import Groups, SeriesOwners
+from tensorfabric.telemetry.single_flight import SingleFlight
 from tensorfabric.telemetry.sources import Reading, Source
 from tensorfabric.telemetry.tracks import Track, TrackIndex
 from tensorfabric.telemetry.window import Labels, Window
@@ -40,32 +43,6 @@ from tensorfabric.telemetry.window import Labels, Window
 __all__ = ["Monitor", "PollResult", "SourceStatus"]
 
 log = logging.getLogger(__name__)
-
-_METRIC, _LABELS, _TIME = attrgetter("metric"), attrgetter("labels"), attrgetter("time")
-
-_RESERVE = 0.05
-"""Share of the source deadline a poll always keeps back for filing what it read (the first poll has no
-measure of that time yet)."""
-
-Groups = dict[float, tuple[list[Track], list[Sample]]]
-"""Samples to ingest by poll time, each with its Track at the same index (parallel lists rather than one
-(track, sample) tuple per sample: ~9000 fewer allocations per poll for the garbage collector to count)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Layout:
-    """What one source's reading resolved to: the Track of each sample (None: owned by another source)."""
-
-    metrics: list[str]
-    labels: list[Mapping[str, str]]
-    tracks: list[Track | None]
-    clashes: tuple[str, ...]
-    all_ours: bool
-    invalid: tuple[str, ...] = ()
-    """Samples refused for a metric or label name Prometheus cannot carry (``__name__``, ``bad-label``)."""
-    recognised: int = 0
-    """Samples with a canonical (catalogue, non-generic) name."""
-
 
 @dataclass(slots=True)
 class SourceStatus:
@@ -95,28 +72,6 @@ class PollResult:
     """Sources this poll got no reading from whose earlier values are still served, with their age in seconds."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """What one poll got from one source: a reading, the error it raised, or None (no answer by the deadline)."""
-
-    source: Source
-    answer: Reading | Exception | None
-    at: float | None
-    """``time.monotonic()`` when the answer came; with no answer, when the read still in flight began."""
-
-
-class _Flight:
-    """One poll in progress, for the callers that arrive while it runs."""
-
-    __slots__ = ("done", "error", "owner", "result")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.owner = threading.get_ident()
-        self.result: PollResult | None = None
-        self.error: BaseException | None = None
-
-
 class Monitor:
     def __init__(self, sources: Sequence[Source] = (), *, detectors: Sequence[Detector] | None = None,
                  limits: Thresholds | None = None, clock: Callable[[], float] = _time.time,
@@ -131,13 +86,12 @@ class Monitor:
         values served stale (None: read one after another in the polling thread)."""
         self.lock = threading.RLock()
         """Held while a poll files its readings and while a scrape renders; never while sources are read."""
-        self._flight_lock = threading.Lock()
-        self._flight: _Flight | None = None
+        self._flights: SingleFlight[PollResult] = SingleFlight()
         self._silent: set[str] = set()
         self._forgotten: set[str] = set()
         self._filing_s = 0.0
         """What filing a poll's readings took lately; kept back from the next poll's wait on its sources (at least
-        ``_RESERVE`` of the deadline, at most half of it)."""
+        ``intake._RESERVE`` of the deadline, at most half of it)."""
         self.collected_at: float | None = None
         """``time.monotonic()`` when the last poll finished (what a scrape's "fresh enough" is measured from)."""
         self.generation = 0
@@ -169,7 +123,7 @@ class Monitor:
         self._now = float("-inf")
         self._newest: float | None = None
         """Time of the newest point in the fine history, which is the short window's ``end``."""
-        self._layouts: dict[str, _Layout] = {}
+        self._owners = SeriesOwners(self._tracks)
         self._expired_at = float("-inf")
         self.rates = RateTracker()
         self.status: dict[str, SourceStatus] = {s.name: SourceStatus() for s in self.sources}
@@ -207,36 +161,18 @@ class Monitor:
         called once per poll). With a :class:`PollClock` (what ``tensorfabric monitor`` gives the sources and
         the monitor) every live source stamps this poll with one time, so the detectors run once per poll, not
         once per source."""
-        with self._flight_lock:
-            flight = self._flight
-            leader = flight is None
-            if flight is None:
-                flight = self._flight = _Flight()
-        if not leader:
-            if flight.owner == threading.get_ident():  # a listener polling from inside the poll
+        return self._flights.run(self._poll_on_one_clock, reentrant=self._poll)
+
+    def _poll_on_one_clock(self) -> PollResult:
+        if isinstance(self.clock, PollClock):
+            with self.clock.frozen():
                 return self._poll()
-            flight.done.wait()  # the leader waits on sources for the deadline at most
-            if flight.result is None:
-                raise flight.error or RuntimeError("the poll this call waited for failed")
-            return flight.result
-        try:
-            if isinstance(self.clock, PollClock):
-                with self.clock.frozen():
-                    flight.result = self._poll()
-            else:
-                flight.result = self._poll()
-            return flight.result
-        except BaseException as exc:
-            flight.error = exc
-            raise
-        finally:
-            with self._flight_lock:
-                self._flight = None
-            flight.done.set()
+        return self._poll()
 
     def _poll(self) -> PollResult:
         self.polled_at = started = _time.monotonic()
-        answers = self._read_all(started)  # without the lock: scrapes render the last collection meanwhile
+        # without the lock: scrapes render the last collection meanwhile
+        answers = read_all(self.sources, self._readers, started, self.source_deadline_s, self._filing_s)
         with self.lock:
             filing = _time.monotonic()
             result = self._file(answers, started)
@@ -248,7 +184,7 @@ class Monitor:
                 listener(result)
         return result
 
-    def _file(self, answers: list[_Answer], started: float) -> PollResult:
+    def _file(self, answers: list[Answer], started: float) -> PollResult:
         by_time: Groups = {}
         samples: list[Sample] = []
         errors: dict[str, tuple[str, ...]] = {}
@@ -275,7 +211,7 @@ class Monitor:
             status.read_at = answer.at
             status.stale_s = max(0.0, started - answer.at) if answer.at is not None else 0.0
             read, refused = checked(outcome.samples)
-            kept, layout = self._claim(source.name, read, by_time)
+            kept, layout = self._owners.claim(source.name, read, by_time)
             problems = bounded(outcome.errors + refused + layout.invalid)
             # up: the last poll read cleanly. Clashes are configuration (two sources on one series), not failures.
             status.up, status.last_errors = not problems, problems + layout.clashes
@@ -309,7 +245,7 @@ class Monitor:
             return
         if name not in self._forgotten:  # absent, not frozen forever at its last value
             self._forgotten.add(name)
-            layout = self._layouts.get(name)
+            layout = self._owners.layouts.get(name)
             for track in layout.tracks if layout else ():
                 if track is not None:
                     self._latest.pop(track.key, None)
@@ -327,104 +263,6 @@ class Monitor:
         if name not in self._silent:  # once when it goes quiet, not once per scrape
             self._silent.add(name)
             log.warning("source %s: %s", name, status.last_errors[0])
-
-    def _read_all(self, started: float) -> list[_Answer]:
-        """Every source's answer: a reading, the error it raised, or (past the deadline) none."""
-        if self.source_deadline_s is None:
-            out: list[_Answer] = []
-            for source in self.sources:
-                try:
-                    reading: Reading | Exception = source.read()
-                except (TensorFabricError, OSError) as exc:
-                    reading = exc
-                out.append(_Answer(source, reading, _time.monotonic()))
-            return out
-        readers = []
-        for source in self.sources:
-            reader = self._readers.get(source.name)
-            if reader is None or reader.source is not source:
-                reader = self._readers[source.name] = Reader(source)
-            # a source whose last read outlived the deadline is read in the background: its fresh read starts
-            # but is not waited on (taken by a later poll), so a dead source costs one poll its deadline, once
-            slow = reader.last_took_s is not None and reader.last_took_s > self.source_deadline_s
-            readers.append((source, reader, reader.begin() and not slow))
-        # One deadline for the whole poll: sources are read in parallel, the time filing their readings takes is
-        # kept back from their wait (so a scrape waiting on this poll gets its answer by the deadline), and a read
-        # still running from an earlier poll already had its deadline: it is not waited on again (it is taken
-        # if it answered meanwhile).
-        reserve = min(max(self._filing_s, _RESERVE * self.source_deadline_s), self.source_deadline_s / 2)
-        deadline = started + self.source_deadline_s - reserve
-        for _, reader, fresh in readers:
-            if fresh:
-                reader.wait(max(0.0, deadline - _time.monotonic()))
-        answers: list[_Answer] = []
-        for source, reader, _ in readers:
-            taken = reader.take()
-            answers.append(_Answer(source, None, reader.busy_since) if taken is None
-                           else _Answer(source, *taken))
-        return answers
-
-    def _claim(self, name: str, samples: Sequence[Sample], by_time: Groups) -> tuple[list[Sample], _Layout]:
-        """Keep the samples of series this source owns; a series is owned by the first source that reported it.
-
-        Two sources reading the same counter (sysfs hw_counters and ``rdma statistic`` both do) would otherwise
-        interleave two readings of one series and turn their difference into a bogus rate, wrap or reset.
-        Kept samples are also filed into ``by_time`` with their Track, ready for ingestion.
-        """
-        # A source reports the same series in the same order on every poll; when the metric names and label
-        # sets (compared in C, by identity first) match its last reading, so do the Tracks and the verdicts,
-        # because a series never changes owner.
-        metrics, labels = list(map(_METRIC, samples)), list(map(_LABELS, samples))
-        layout = self._layouts.get(name)
-        if layout is None or layout.metrics != metrics or layout.labels != labels:
-            layout = self._layouts[name] = self._resolve(name, samples, metrics, labels)
-        times = set(map(_TIME, samples))
-        if len(times) == 1 and layout.all_ours:  # the common case: one reading, one time, all ours
-            (t,) = times
-            group = by_time.get(t)
-            if group is None:
-                group = by_time[t] = ([], [])
-            group[0].extend(layout.tracks)  # type: ignore[arg-type]  # all_ours: no None in it
-            group[1].extend(samples)
-            return list(samples), layout
-        kept: list[Sample] = []
-        for track, sample in zip(layout.tracks, samples, strict=True):
-            if track is not None:
-                kept.append(sample)
-                group = by_time.get(sample.time)
-                if group is None:
-                    group = by_time[sample.time] = ([], [])
-                group[0].append(track)
-                group[1].append(sample)
-        return kept, layout
-
-    def _resolve(self, name: str, samples: Sequence[Sample], metrics: list[str],
-                 labels: list[Mapping[str, str]]) -> _Layout:
-        tracks: list[Track | None] = []
-        clashes: dict[str, str] = {}
-        invalid: list[str] = []
-        recognised = 0
-        for sample in samples:
-            problem = bad_names(sample)
-            if problem:
-                tracks.append(None)
-                if len(invalid) < MAX_ERRORS:
-                    invalid.append(problem)
-                continue
-            if sample.metric != GENERIC and sample.metric in METRICS:
-                recognised += 1
-            track = self._tracks.track(sample)
-            owner = track.owner
-            if owner is None:
-                owner = track.owner = name
-            if owner == name:
-                tracks.append(track)
-            else:
-                tracks.append(None)
-                clashes.setdefault(owner, sample.metric)
-        return _Layout(metrics, labels, tracks, tuple(
-            f"series already read by {owner} (e.g. {metric}) dropped from this source"
-            for owner, metric in clashes.items()), not clashes and not invalid, tuple(invalid), recognised)
 
     def ingest(self, samples: Iterable[Sample]) -> tuple[Alert, ...]:
         """Add samples (any order) and run the detectors once per new poll time."""

@@ -1,5 +1,6 @@
 """What comes in from a source before the engine files it: each read in its own thread (one at most per source),
-negative counters and names Prometheus cannot carry refused, and the errors of one poll bounded."""
+all of a poll's reads under one deadline, negative counters and names Prometheus cannot carry refused, and the
+errors of one poll bounded."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import re
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 
 from tensorfabric.errors import TensorFabricError
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.sources import Reading, Source
 
-__all__ = ["MAX_ERRORS", "Reader", "bad_names", "bounded", "checked"]
+__all__ = ["MAX_ERRORS", "Answer", "Reader", "bad_names", "bounded", "checked", "read_all"]
 
 _VALUE = attrgetter("value")
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
@@ -119,3 +121,58 @@ def bounded(errors: tuple[str, ...]) -> tuple[str, ...]:
     if len(errors) <= MAX_ERRORS:
         return errors
     return (*errors[:MAX_ERRORS], f"... and {len(errors) - MAX_ERRORS} more errors in this poll")
+
+
+_RESERVE = 0.05
+"""Share of the source deadline a poll always keeps back for filing what it read (the first poll has no
+measure of that time yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one poll got from one source: a reading, the error it raised, or None (no answer by the deadline)."""
+
+    source: Source
+    answer: Reading | Exception | None
+    at: float | None
+    """``time.monotonic()`` when the answer came; with no answer, when the read still in flight began."""
+
+
+def read_all(sources: Sequence[Source], readers: dict[str, Reader], started: float, deadline_s: float | None,
+             filing_s: float) -> list[Answer]:
+    """Every source's answer: a reading, the error it raised, or (past the deadline) none.
+
+    Without a deadline the sources are read one after another in this thread. With one, each is read by its
+    :class:`Reader` (kept in ``readers`` by source name), all under one deadline from ``started``, less the time
+    filing their readings takes (``filing_s``, kept back so that a scrape waiting on this poll gets its answer by
+    the deadline)."""
+    if deadline_s is None:
+        out: list[Answer] = []
+        for source in sources:
+            try:
+                reading: Reading | Exception = source.read()
+            except (TensorFabricError, OSError) as exc:
+                reading = exc
+            out.append(Answer(source, reading, time.monotonic()))
+        return out
+    started_reads = []
+    for source in sources:
+        reader = readers.get(source.name)
+        if reader is None or reader.source is not source:
+            reader = readers[source.name] = Reader(source)
+        # a source whose last read outlived the deadline is read in the background: its fresh read starts
+        # but is not waited on (taken by a later poll), so a dead source costs one poll its deadline, once
+        slow = reader.last_took_s is not None and reader.last_took_s > deadline_s
+        started_reads.append((source, reader, reader.begin() and not slow))
+    # A read still running from an earlier poll already had its deadline: it is not waited on again (it is
+    # taken if it answered meanwhile).
+    reserve = min(max(filing_s, _RESERVE * deadline_s), deadline_s / 2)
+    deadline = started + deadline_s - reserve
+    for _, reader, fresh in started_reads:
+        if fresh:
+            reader.wait(max(0.0, deadline - time.monotonic()))
+    answers: list[Answer] = []
+    for source, reader, _ in started_reads:
+        taken = reader.take()
+        answers.append(Answer(source, None, reader.busy_since) if taken is None else Answer(source, *taken))
+    return answers
