@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tensorfabric.cli._options import fabric_option, json_option
-from tensorfabric.cli.env import plan_from_spec, read_text_file
+from tensorfabric.cli.env import plan_from_spec, read_text_file, user_home
 from tensorfabric.errors import InputError
 
 if TYPE_CHECKING:
@@ -99,8 +99,8 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
     rate = line_rate_flag(line_rate) if line_rate else None
     perf = parse_nccl_tests(read_text_file(nccl_tests_path, "nccl-tests output"),
                             source=nccl_tests_path) if nccl_tests_path else None
-    inv = discover(sysfs_root)
     live = where.root == Path("/")
+    inv = discover(sysfs_root, environ=os.environ, home=user_home(), cwd=os.getcwd() if live else "/")
     qos = _mlnx_qos(qos_files, [p.netdev for p in inv.roce_ports if p.netdev] if live else [])
     report = run_doctor(inv, environ=os.environ, roce_dscp=plan.roce_dscp, roce_priority=plan.roce_priority,
                         mtu=plan.mtu, nccl_log=log, mlnx_qos=qos, gid_tables=gids,
@@ -108,11 +108,20 @@ def cli(sysfs_root: str, log_path: str | None, fabric_path: str | None, roce_dsc
                         require_rdma=require_rdma, nccl_tests=perf, line_rate=rate,
                         software=_software(inv) if live else None)
     if as_json:
-        extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict()}
+        extra = {**{k: v for k, v in report.to_dict().items() if k != "findings"}, "sysfs_root": where.to_dict(),
+                 "nccl_conf": _conf_dict(report)}
         render_findings(report.findings, as_json=True, extra=extra)
         return report.exit_code
     _render(report, f"--sysfs-root {where.note}", log, ucx, perf, gids)
     return report.exit_code
+
+
+def _conf_dict(report: DoctorReport) -> dict[str, object]:
+    """NCCL's configuration files as read, and where each judged variable's value came from."""
+    conf = report.inventory.nccl_conf_read
+    if report.environment_source != "shell":
+        return {**conf.to_dict(), "origin": dict.fromkeys(report.environment, report.environment_source)}
+    return {**conf.to_dict(), "origin": conf.origins(os.environ, report.environment)}
 
 
 def _render(report: DoctorReport, where: str, log: NcclLogReport | None, ucx: UcxLogReport | None,
@@ -147,6 +156,11 @@ def _read_lines(report: DoctorReport, log: NcclLogReport | None, ucx: UcxLogRepo
     """For people: per pasted input, what was read (one line) and what it says."""
     from tensorfabric.host.nccl_tests import summary_line
 
+    files = report.inventory.nccl_conf_read.files
+    if any(f.read is not None for f in files):
+        yield "NCCL configuration files, in NCCL's order: " + "; ".join(
+            f"{f.path}: " + (", ".join(f"{k}={v}" for k, v in f.read.values.items()) or "nothing set")
+            if f.read is not None else f"{f.path}: absent" for f in files)
     if log is not None:
         if log.read is not None:
             yield log.read.summary()

@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
@@ -22,7 +23,7 @@ from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 
 __all__ = ["SYSFS_ROOT_ENV", "HostPlan", "cli", "plan_from_spec", "rdma_missing", "read_text_file",
-           "require_rdma_here"]
+           "require_rdma_here", "user_home"]
 
 SYSFS_ROOT_ENV = "TENSORFABRIC_SYSFS_ROOT"
 
@@ -48,6 +49,17 @@ def plan_from_spec(path: str | None, *, roce_dscp: int | None = None) -> HostPla
     dscp = qos.roce.dscp[0] if roce_dscp is None else roce_dscp
     return HostPlan(roce_dscp=dscp, ib_tc=qos.nccl_tc() if roce_dscp is None else None,
                     roce_priority=qos.roce.priority, mtu=qos.mtu.host, rail_optimized=qos.nccl.cross_nic == 0)
+
+
+def user_home() -> str | None:
+    """The home directory NCCL looks in for ``.nccl.conf``: the user database's (``getpwuid(getuid())``), not
+    ``$HOME``; None when the user has none."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir or None
+    except KeyError:
+        return None
 
 
 def read_text_file(path: str, what: str) -> bytes:
@@ -129,6 +141,7 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
     from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.gid_capture import parse_gid_capture
+    from tensorfabric.host.nccl_conf import ENVIRONMENT
     from tensorfabric.host.ncclenv import derive_env
 
     if require_rdma:
@@ -136,15 +149,19 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
     plan = plan_from_spec(fabric_path, roce_dscp=roce_dscp)
     captured = parse_gid_capture(read_text_file(gids_path, "GID capture"), source=gids_path) if gids_path else None
     sysfs = locate_sysfs(sysfs_root, need_root=True)
-    inv = discover(sysfs_root)
-    result = derive_env(inv, environ=os.environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
+    inv = discover(sysfs_root, environ=os.environ, home=user_home(),
+                   cwd=os.getcwd() if sysfs.root is not None and sysfs.root == Path("/") else "/")
+    # What NCCL will read: the environment over its configuration files; a value set in either is kept.
+    environ = {**inv.nccl_conf, **os.environ}
+    origin = inv.nccl_conf_read.origins(os.environ, environ)
+    result = derive_env(inv, environ=environ, roce_dscp=plan.roce_dscp, ib_tc=plan.ib_tc,
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
                         require_rdma=require_rdma,
                         gid_ports=[p.as_port() for p in captured if p.is_roce] if captured is not None else None)
     if as_json or fmt == "json":
         from tensorfabric.cli._common import emit_json
 
-        emit_json({**result.to_dict(), "sysfs_root": sysfs.to_dict()})
+        emit_json({**result.to_dict(), "kept_from": {k: origin[k] for k in result.kept}, "sysfs_root": sysfs.to_dict()})
         return 0
     line = _sh if fmt == "sh" else _dotenv
     out: list[str] = [f"# sysfs root: {sysfs.note}"] if explain else []
@@ -152,7 +169,8 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
         if explain:
             out.append(f"# {var.reason}")
         if var.name in result.kept:
-            out.append(f"# {var.name} kept as set: {result.kept[var.name]!r} (derived: {var.value!r})")
+            where = "" if origin[var.name] == ENVIRONMENT else f" in {origin[var.name]}"
+            out.append(f"# {var.name} kept as set{where}: {result.kept[var.name]!r} (derived: {var.value!r})")
         else:
             out.append(line(var.name, var.value))
     if not result.variables:

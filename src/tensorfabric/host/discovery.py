@@ -6,7 +6,9 @@ Paths follow the kernel's layout (Documentation/ABI/stable/sysfs-class-infiniban
   link_layer,gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}``; MLNX_OFED adds ``tc/<p>/traffic_class``;
 * ``sys/class/net/<if>/{mtu,speed,operstate,device}`` and MLNX_OFED ``ecn/roce_{np,rp}/enable/<prio>``;
 * ``sys/bus/pci/devices/<bdf>/{vendor,class,device,numa_node}`` for GPUs (vendor 0x10de, class 0x0300/0x0302);
-* ``dev/infiniband``, ``proc/self/limits`` (RLIMIT_MEMLOCK), ``proc/net/route``, ``etc/nccl.conf``;
+* ``dev/infiniband``, ``proc/self/limits`` (RLIMIT_MEMLOCK), ``proc/net/route``;
+* NCCL's configuration files in NCCL's order (``host.nccl_conf``): ``NCCL_CONF_FILE`` or ``<home>/.nccl.conf``,
+  then ``etc/nccl.conf``, each read inside the tree;
 * peer-memory evidence for GPUDirect RDMA: ``sys/kernel/mm/memory_peers/nv_mem``, ``sys/module/nvidia_peermem``.
 
 Nothing here raises for a missing optional file; only an unusable root is an error.
@@ -16,10 +18,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from tensorfabric.fsutil import locate_sysfs
 from tensorfabric.host.gids import Gid
-from tensorfabric.host.nccl_conf import EnvFile, parse_nccl_conf, read_env_file
+from tensorfabric.host.nccl_conf import NcclConf, parse_nccl_conf, read_nccl_conf
 from tensorfabric.host.pci import GpuAffinity, chain_of, gpu_affinity
 from tensorfabric.host.records import Gpu, HostInventory, Memlock, NetDev, RdmaDevice, RdmaPort
 from tensorfabric.host.sysfs import Tree
@@ -33,8 +36,13 @@ _PEERMEM = ("sys/kernel/mm/memory_peers/nv_mem", "sys/module/nvidia_peermem", "s
 _CONTAINER_MARKERS = (".dockerenv", "run/.containerenv")
 
 
-def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
-    """Read everything the doctor needs from the tree at ``root`` (either spelling: ``/`` or ``/sys``)."""
+def discover(root: str | os.PathLike[str] = "/", *, environ: Mapping[str, str] | None = None,
+             home: str | None = None, cwd: str = "/") -> HostInventory:
+    """Read everything the doctor needs from the tree at ``root`` (either spelling: ``/`` or ``/sys``).
+
+    ``environ`` and ``home`` choose NCCL's configuration files as NCCL would in that process (``NCCL_CONF_FILE``,
+    else ``home``/.nccl.conf; then /etc/nccl.conf); without them only /etc/nccl.conf is read. A relative
+    ``NCCL_CONF_FILE`` is relative to ``cwd``, as NCCL's ``fopen`` has it."""
     where = locate_sysfs(root, need_root=True)
     assert where.root is not None, "locate_sysfs(need_root=True) returned no tree root"
     tree = Tree(where.root)
@@ -44,17 +52,27 @@ def discover(root: str | os.PathLike[str] = "/") -> HostInventory:
     dev_ib = tuple(tree.listdir("dev/infiniband")) if tree.is_dir("dev/infiniband") else None
     limits = tree.read("proc/self/limits")
     route = tree.read("proc/net/route")
-    conf = tree.read("etc/nccl.conf")
-    nccl_conf = read_env_file(enumerate(conf.split("\n"), 1), "nccl") if conf is not None else EnvFile({}, ())
+    nccl_conf = _nccl_conf(tree, environ or {}, home, cwd)
     return HostInventory(
         root=str(where.root), rdma_devices=rdma, netdevs=netdevs, gpus=gpus, pci_paths=paths, pci_numa=numa,
         dev_infiniband=dev_ib, memlock=parse_memlock(limits) if limits is not None else None,
         default_route=parse_route(route) if route is not None else None,
         gdr_support=tuple(p for p in _PEERMEM if tree.exists(p)) + _peermem_modules(tree),
         in_container=any(tree.exists(m) for m in _CONTAINER_MARKERS),
-        nccl_conf=dict(nccl_conf.values),
-        nccl_conf_problems=tuple((a.line, a.problem) for a in nccl_conf.assignments if a.problem),
+        nccl_conf=dict(nccl_conf.values), nccl_conf_read=nccl_conf,
     )
+
+
+def _nccl_conf(tree: Tree, environ: Mapping[str, str], home: str | None, cwd: str) -> NcclConf:
+    def read(path: str) -> str | None:
+        # Bytes as NCCL's getline sees them: Tree.read strips, which would hide a leading space in a name.
+        try:
+            data = tree.path(os.path.join(cwd, path)).read_bytes()
+        except OSError:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    return read_nccl_conf(environ, home, read)
 
 
 def affinity(inv: HostInventory) -> tuple[GpuAffinity, ...]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tensorfabric.host.gids import Gid
+from tensorfabric.host.nccl_conf import NcclConf
 
 __all__ = ["Gpu", "HostInventory", "HostName", "Memlock", "NetDev", "RdmaDevice", "RdmaPort", "RouteChoice"]
 
@@ -133,8 +134,10 @@ class HostInventory:
     """Evidence that GPUDirect RDMA can work (peer-memory module paths found)."""
     in_container: bool = False
     nccl_conf: Mapping[str, str] = field(default_factory=dict)
-    nccl_conf_problems: tuple[tuple[int, str], ...] = ()
-    """``(line, why)`` for /etc/nccl.conf lines that do not set what they appear to (``host.nccl_conf``)."""
+    """What NCCL's configuration files set, before the environment (NCCL_CONF_FILE or ~/.nccl.conf, then
+    /etc/nccl.conf; the first file wins)."""
+    nccl_conf_read: NcclConf = field(default_factory=NcclConf)
+    """Those files as read: each value's file, each line that does not set what it appears to, shadowed values."""
 
     @property
     def ports(self) -> tuple[RdmaPort, ...]:

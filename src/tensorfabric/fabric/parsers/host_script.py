@@ -8,6 +8,11 @@ enables and the CNP DSCP and priority; ``ethtool --set-tunable IF pfc-prevention
 written with ``export`` or into an ``nccl.conf`` by ``printf``. Other commands are ignored: a script may do more
 than QoS.
 
+NCCL variables are read by the one ``NAME=value`` reader (:mod:`tensorfabric.host.nccl_conf`): an ``export`` line
+and a file ``printf`` writes for a shell to source are read as the shell reads them, lines ``printf`` writes into a
+``*.conf`` file as NCCL's ``setEnvFile`` reads them (literally, the first value of a name wins); a line that does not
+set what it appears to is a warning naming the script's line.
+
 Scripts arrive as files (with or without ``#!``), as terminal transcripts (``$ sudo mlnx_qos ...``) and as
 ``bash -x`` traces (``+ mlnx_qos ...``); ``sudo`` is looked through, and ``NAME=value`` assignments are
 substituted into later ``$NAME`` / ``${NAME}`` words.
@@ -24,6 +29,7 @@ from tensorfabric import roce
 from tensorfabric.fabric.deployed import Deployed, PortQos, Trust, Watchdog
 from tensorfabric.fabric.parsers._common import Where, device_from_source, parse_float, parse_int, shell_words
 from tensorfabric.fabric.parsers._read import Reading, markers
+from tensorfabric.host.nccl_conf import read_env_file, read_exported
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -48,7 +54,14 @@ _SYSFS = re.compile(r"^/sys/class/net/([^/]+)/ecn/roce_(np|rp)/(enable/(\d)|cnp_
 _DEFAULT_DSCP = {dscp: roce.default_priority(dscp) for dscp in range(64)}
 _TRUSTS: dict[str, Trust] = {"dscp": "dscp", "pcp": "pcp"}
 _DCBX: dict[str, Literal["os", "firmware"]] = {"os": "os", "fw": "firmware"}
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class _Env:
+    """The NCCL variables a script sets, and the lines that do not set what they appear to."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    problems: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -111,7 +124,7 @@ def _commands(words: list[str]) -> list[list[str]]:
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
     nics: dict[str, _Nic] = {}
-    env: dict[str, str] = {}
+    env = _Env()
     variables: dict[str, str] = {}
     name: str | None = None
     for number, line in _logical_lines(r):
@@ -119,7 +132,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         if (found := _DEVICE.match(stripped)) is not None:
             name = name or found.group(1)
             continue
-        if (assign := _ASSIGN.match(stripped)) is not None and not assign.group(1).startswith("NCCL_"):
+        if (assign := _ASSIGN.match(stripped)) is not None:
             variables[assign.group(1)] = assign.group(2).strip("'\"")
             continue
         where = Where(source, number, stripped)
@@ -139,6 +152,8 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
                 handler = _COMMANDS.get(command[0])
                 if handler is not None and handler(command, where, nics, env):
                     r.use(number)
+    for number, problem in env.problems:
+        r.warn(number, problem)
     name = device or name or device_from_source(source)
     ports = tuple(_port(netdev, nic) for netdev, nic in nics.items())
     first = ports[0] if ports else PortQos(name="")
@@ -147,7 +162,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         dscp_to_priority=dict(first.dscp_to_priority or {}),
         pfc_priorities=first.pfc_priorities, trust=first.trust, mtu=first.mtu,
         cnp_dscp=first.cnp_dscp, cnp_priority=first.cnp_priority,
-        nccl_env=env, ports=ports,
+        nccl_env=env.values, ports=ports,
     )
 
 
@@ -166,7 +181,7 @@ def _port(netdev: str, nic: _Nic) -> PortQos:
     )
 
 
-def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
+def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
     args = [part for word in words[1:] for part in (word.split("=", 1) if word.startswith("--") else [word])]
     options: dict[str, list[str]] = {}
     for i, arg in enumerate(args):
@@ -208,7 +223,7 @@ def _mlnx_qos(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[s
     return True
 
 
-def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
+def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
     if words[1:3] != ["link", "set"] or "mtu" not in words[3:]:
         return False
     # ip link set [dev] IF ... mtu N: the name comes first, so a netdev called "mtu" still parses.
@@ -221,7 +236,7 @@ def _ip(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, st
     return True
 
 
-def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
+def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
     if ">" not in words or words.index(">") != 2 or len(words) != 4:
         return False
     value, path = words[1], words[3]
@@ -244,7 +259,7 @@ def _echo(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, 
     return True
 
 
-def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
+def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
     if len(words) >= 5 and words[1] in ("-A", "--pause"):
         settings = dict(zip(words[3::2], words[4::2], strict=False))
         if any(v not in ("on", "off") for k, v in settings.items() if k in ("rx", "tx", "autoneg")):
@@ -256,37 +271,30 @@ def _ethtool(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[st
     return len(words) >= 5 and words[1] in ("-A", "--pause")
 
 
-def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
-    if len(words) >= 2 and words[1] == "%s\\n" and ">" in words:
-        # The shell has already removed the quoting: each word is one line of the file, either a literal
-        # NAME=value (nccl.conf) or "export NAME=<shell word>" (a sourced profile file).
-        for word in words[2:words.index(">")]:
-            exported = word.startswith("export ")
-            name, sep, value = word.removeprefix("export ").partition("=")
-            if not sep or not _ENV_NAME.fullmatch(name):
-                raise where.error(f"printf line {word!r} must be NAME=value or export NAME=value")
-            if exported:
-                try:
-                    parts = shell_words(value)
-                except ValueError as exc:
-                    raise where.error(f"exported value of {name} does not parse: {exc}") from None
-                if len(parts) > 1:
-                    raise where.error(f"exported value of {name} must be one shell word")
-                value = parts[0] if parts else ""
-            env[name] = value
-        return True
-    return False
+def _printf(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
+    if len(words) < 4 or words[1] != "%s\\n" or ">" not in words or words.index(">") + 1 >= len(words):
+        return False
+    # The shell has already removed the quoting: each word is one line of the file. Who reads the file decides how
+    # a line is read: NCCL reads a *.conf literally, a shell sources anything else (a profile.d file).
+    target = words[words.index(">") + 1]
+    lines = [(where.line or 0, word) for word in words[2:words.index(">")]]
+    written = read_env_file(lines, "nccl" if target.endswith(".conf") else "shell")
+    env.values.update(written.values)
+    env.problems += [(a.line, f"{target}: {a.problem}") for a in written.assignments if a.problem]
+    return True
 
 
-def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
-    for word in words[1:]:
-        name, sep, value = word.partition("=")
-        if sep and _ENV_NAME.fullmatch(name):
-            env[name] = value
-    return any("=" in word for word in words[1:])
+def _export(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
+    found = read_exported(words[1:], where.line or 0)
+    for a in found:
+        if a.effective:
+            env.values[a.name] = a.value
+        if a.problem:
+            env.problems.append((a.line, a.problem))
+    return any(a.effective for a in found)
 
 
-def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, str]) -> bool:
+def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: _Env) -> bool:
     if len(words) < 5 or words[3] != "dev":
         return False
     obj, verb, dev, args = words[1], words[2], words[4], words[5:]
@@ -321,7 +329,7 @@ def _dcb(words: list[str], where: Where, nics: dict[str, _Nic], env: dict[str, s
     return True
 
 
-_Handler = Callable[[list[str], Where, dict[str, _Nic], dict[str, str]], bool]
+_Handler = Callable[[list[str], Where, dict[str, _Nic], _Env], bool]
 _COMMANDS: dict[str, _Handler] = {
     "mlnx_qos": _mlnx_qos, "dcb": _dcb, "ip": _ip, "echo": _echo, "ethtool": _ethtool, "printf": _printf,
     "export": _export,

@@ -39,10 +39,21 @@ def ib_hca(ctx: DoctorContext) -> Iterator[Finding]:
 
 @register("env.nccl-conf")
 def nccl_conf(ctx: DoctorContext) -> Iterator[Finding]:
-    for line, why in ctx.inventory.nccl_conf_problems:
-        yield Finding("env.nccl-conf-line", "warning", f"/etc/nccl.conf line {line}", why, {"line": line},
-                      "write NAME=value on a line of its own, without spaces, quotes, 'export' or a trailing comment: "
-                      "NCCL reads the file literally and keeps the first value of a name")
+    conf = ctx.inventory.nccl_conf_read
+    for file in conf.files:
+        for a in file.read.assignments if file.read is not None else ():
+            if a.problem:
+                yield Finding("env.nccl-conf-line", "warning", f"{file.path} line {a.line}", a.problem,
+                              {"file": file.path, "line": a.line},
+                              "write NAME=value on a line of its own, without spaces, quotes, 'export' or a trailing "
+                              "comment: NCCL reads the file literally and keeps the first value of a name")
+    for s in conf.shadowed:
+        yield Finding("env.nccl-conf-shadowed", "info", f"{s.path} line {s.line}",
+                      f"{s.name}={s.value!r} here is not used: NCCL read {s.by} first, which sets {s.name}={s.kept!r}",
+                      {"file": s.path, "line": s.line, "name": s.name, "value": s.value, "kept_from": s.by,
+                       "kept": s.kept},
+                      f"set {s.name} in one file; NCCL reads NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf, "
+                      "and never overrides a value already set")
 
 
 @register("env.net")
