@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from tensorfabric.samples import Alert, Sample
@@ -58,3 +62,30 @@ def test_wall_clock_stream_keeps_the_paused_fractions_the_simulator_computed() -
     assert before.keys() == after.keys() and all(abs(before[k] - after[k]) < 1e-9 for k in before)
     first, alerts, _ = _replay(streamed, Thresholds())
     assert "storm-origin" in first  # the same verdict at Prometheus' pace
+
+
+def test_stream_to_file_paces_snapshots_and_never_writes_through_an_existing_file(tmp_path: Path) -> None:
+    from tensorfabric.errors import InputError
+    from tensorfabric.telemetry.sim_stream import stream_to_file
+
+    samples = [Sample(t * 1e-4, "roce_pfc_pause_frames_total", "counter", t, {"host": "h0"}, "sim")
+               for t in range(3)]
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    out = tmp_path / "stream.jsonl"
+    stream_to_file(samples, str(out), pace_s=15.0, clock=lambda: now[0], sleep=sleep)
+    assert [json.loads(line)["time"] for line in out.read_text().splitlines()] == [100.0, 115.0, 130.0]
+    assert slept == [0.0, 15.0, 15.0]
+    with pytest.raises(InputError, match="exists"):
+        stream_to_file(samples, str(out), pace_s=15.0, clock=lambda: now[0], sleep=sleep)
+    target = tmp_path / "someone-elses.jsonl"
+    target.write_text("theirs\n")
+    link = tmp_path / "link.jsonl"
+    os.symlink(target, link)
+    stream_to_file(samples, str(link), pace_s=15.0, replace=True, clock=lambda: now[0], sleep=sleep)
+    assert target.read_text() == "theirs\n" and not link.is_symlink() and len(link.read_text().splitlines()) == 3

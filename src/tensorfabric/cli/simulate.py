@@ -131,7 +131,10 @@ def cli(scenario: str, fabric_path: str | None, duration: float | None, flows: i
         result = simulate(scenario, overrides, fabric, advance=advance,
                           params_extra={"fabric": fabric_path} if fabric_path else None)
     if counters and pace is not None:
-        _stream_counters(result, counters, pace, replace=force)
+        from tensorfabric.sim.report import counter_stream
+        from tensorfabric.telemetry.sim_stream import stream_to_file
+
+        stream_to_file(counter_stream(result), counters, pace_s=pace, replace=force)
     # Both outputs are made in memory first; a full or read-only disk then says which were written.
     write_files([*([(counters, counter_lines(result), None)] if counters and pace is None else []),
                  *([(plot, result_png(result), None)] if plot else [])])
@@ -149,27 +152,6 @@ def _pair(text: str) -> tuple[str, str]:
     if len(parts) != 2 or not all(parts):
         raise InputError(f"--fail-link: {text!r} must name two devices as 'DEV1,DEV2', e.g. 'leaf0,spine1'")
     return parts[0], parts[1]
-
-
-def _stream_counters(result: SimResult, path: str, pace: float, replace: bool) -> None:
-    """Append each snapshot at its wall-clock time (never over an existing file: it may be someone's data)."""
-    import os
-    import time
-
-    from tensorfabric.sim.report import counter_stream
-    from tensorfabric.telemetry.sim_stream import stretch
-
-    if replace and os.path.lexists(path):
-        os.unlink(path)  # a symlink itself, never its target: "x" then refuses to follow one
-    try:
-        handle = open(path, "x", encoding="utf-8")  # noqa: SIM115 -- held open for the whole stream
-    except FileExistsError as exc:
-        raise InputError(f"--counters {path!r} exists; --wall-clock appends live, so give a new file") from exc
-    with handle:
-        for wall, snapshot in stretch(counter_stream(result), pace_s=pace, start=time.time()):
-            time.sleep(max(0.0, wall - time.time()))
-            handle.write("".join(s.to_json() + "\n" for s in snapshot))
-            handle.flush()
 
 
 def render(report: SimulateReport, con: Console) -> None:

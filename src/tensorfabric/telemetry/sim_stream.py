@@ -9,14 +9,16 @@ second (a 2 ms storm of 6 pause frames reads as 6 frames over 20 snapshots x 15 
 
 from __future__ import annotations
 
+import os
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from tensorfabric.errors import InputError
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.metrics import spec
 
-__all__ = ["stretch"]
+__all__ = ["stream_to_file", "stretch"]
 
 
 def stretch(samples: Iterable[Sample], *, pace_s: float, start: float) -> Iterator[tuple[float, list[Sample]]]:
@@ -39,3 +41,21 @@ def stretch(samples: Iterable[Sample], *, pace_s: float, start: float) -> Iterat
             value = s.value * factor if entry is not None and entry.unit == "seconds" else s.value
             out.append(Sample(wall, s.metric, s.kind, value, s.labels, s.source))
         yield wall, out
+
+
+def stream_to_file(samples: Iterable[Sample], path: str, *, pace_s: float, replace: bool = False,
+                   clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Append each simulated snapshot to ``path`` as JSON lines at its wall-clock time (:func:`stretch`), for a
+    ``monitor --source replay:PATH`` reading along. Never over an existing file (it may be someone's data) unless
+    ``replace``, and never through a symbolic link."""
+    if replace and os.path.lexists(path):
+        os.unlink(path)  # a symlink itself, never its target: "x" then refuses to follow one
+    try:
+        handle = open(path, "x", encoding="utf-8")  # noqa: SIM115 -- held open for the whole stream
+    except FileExistsError as exc:
+        raise InputError(f"--counters {path!r} exists; --wall-clock appends live, so give a new file") from exc
+    with handle:
+        for wall, snapshot in stretch(samples, pace_s=pace_s, start=clock()):
+            sleep(max(0.0, wall - clock()))
+            handle.write("".join(s.to_json() + "\n" for s in snapshot))
+            handle.flush()
