@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -12,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from tensorfabric.cli.run import render_disaggregated
 from tensorfabric.errors import InputError
 from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, launch, parse_split
-from tensorfabric.inference.disagg_report import render_lines, summarize_disagg
+from tensorfabric.inference.disagg_report import summarize_disagg
 from tensorfabric.inference.runner import RunConfig, prepare, run_rank
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
@@ -52,7 +55,8 @@ def test_disaggregated_greedy_tokens_equal_colocated(base: RunConfig, colocated:
     assert len(colocated[0]) == 32
     for r in decoders:
         assert r.token_ids == colocated, f"decode rank {r.index} of {prefill}:{decode}"
-    report = summarize_disagg(results, cfg, ["a", "b"], base.model_dir)
+    record = summarize_disagg(results, cfg, ["a", "b"], base.model_dir)
+    report = record.to_dict()
     lengths = [len(ids) for ids in prepare(base).prompts]
     assert lengths[0] > 4 * 8 and lengths[1] < 4  # many blocks, the last partial; and less than one block
     head_bytes = 4 * 32 * 4  # 4 tokens x head_dim 32 x float32
@@ -65,7 +69,9 @@ def test_disaggregated_greedy_tokens_equal_colocated(base: RunConfig, colocated:
         assert req["ttft_s"]["total_s"] == pytest.approx(sum(v for k, v in req["ttft_s"].items() if k != "total_s"))
     assert report["transport"].startswith("nixl/shm")
     assert all(s > 0 for s in report["connection_setup_s"].values())
-    assert any("TTFT" in line for line in render_lines(report))
+    shown = io.StringIO()
+    render_disaggregated(record, Console(file=shown))
+    assert "TTFT" in shown.getvalue()
 
 
 def _kill_mid_transfer(base: RunConfig, tmp_path: Path, victim: str) -> tuple[SpawnError, float, dict[str, Any]]:
@@ -140,7 +146,7 @@ def test_summary_takes_the_slowest_prefill_rank_and_the_link_rate() -> None:
                                 [{"request": 0, "kv_wait_s": 0.02, "unpack_s": 0.0, "first_decode_step_s": 0.003,
                                   "step_s": [0.001, 0.002], "blocks": [0], "pool_bytes_read": 1000}], [[7, 8, 9]])]
     cfg = DisaggConfig(run=RunConfig(model_dir="m"), prefill=2, decode=1)
-    rep = summarize_disagg(results, cfg, ["x"], "m", link_rate_bps=1e9)
+    rep = summarize_disagg(results, cfg, ["x"], "m", link_rate_bps=1e9).to_dict()
     req = rep["requests"][0]
     assert req["kv_bytes"] == 1000 and req["kv_write_s"] == 0.004
     assert req["kv_gbytes_per_s"] == pytest.approx(1000 / 0.004 / 1e9)

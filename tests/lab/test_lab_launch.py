@@ -71,7 +71,7 @@ def test_gloo_all_reduce_crosses_the_lab(tmp_path: Path) -> None:
         procs = lab.spawn([sys.executable, "-c", _GLOO_RANK], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
         results = [p.communicate(timeout=120) for p in procs]
-        status = lab.status()
+        status = lab.status().to_dict()
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in results]
     assert [out.strip() for out, _ in results] == ["rank 0 sum 3 via eth0", "rank 1 sum 3 via eth0"]
     # 4 MiB of float32 went each way across the shaped links, not over loopback.

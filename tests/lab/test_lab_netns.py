@@ -99,7 +99,7 @@ def test_leafspine_hosts_reach_each_other(state_dir: Path, leftovers: Leftovers)
         assert lab.plan.leaf_of("h0") != lab.plan.leaf_of("h3")
         for port, (src, dst) in enumerate([("h0", "h3"), ("h3", "h1"), ("h2", "h0"), ("h0", "h1")], start=5300):
             assert _bulk(lab, src, dst, 200_000, port=port)["bytes"] == 200_000
-        status = lab.status()
+        status = lab.status().to_dict()
         uplinks = [link for link in status["links"] if link["a"].startswith("leaf")]
         assert len(uplinks) == 4
         assert sum(end["tx_bytes"] for link in uplinks for end in link["ends"]) > 3 * 200_000
@@ -109,9 +109,9 @@ def test_leafspine_hosts_reach_each_other(state_dir: Path, leftovers: Leftovers)
 def test_bulk_tcp_is_held_to_the_shaped_rate_and_counters_agree(state_dir: Path) -> None:
     nbytes = 40_000_000  # 1.6 s at 200 Mbit/s
     with Lab(hosts=2, rate="200mbit", name="trate", state_dir=state_dir) as lab:
-        before = lab.status()["links"][0]["ends"][0]["tx_bytes"]
+        before = lab.status().to_dict()["links"][0]["ends"][0]["tx_bytes"]
         result = _bulk(lab, "h0", "h1", nbytes)
-        status = lab.status()
+        status = lab.status().to_dict()
     print(f"bulk TCP at 200mbit: {result['bps'] / 1e6:.1f} Mbit/s goodput")
     # The shaper is a ceiling: whatever the CPUs manage, tbf must not let more than the rate through
     # (goodput is below the wire rate, so 10 % covers any measurement slack). The lower side, "within 10 %
@@ -162,7 +162,7 @@ def test_status_of_a_removed_lab_does_not_resurrect_it(state_dir: Path, leftover
     lab = Lab(hosts=1, rate="1gbit", name="tghost", state_dir=state_dir).up(persistent=True)
     Netlink().remove_netns("tf-tghost-h0")
     with pytest.raises(LabError, match="'tf-tghost-h0' does not exist"):
-        lab.status()
+        lab.status().to_dict()
     assert "tf-tghost-h0" not in Netlink().list_netns()
     lab.down()
     leftovers.assert_clean("tghost")

@@ -53,11 +53,11 @@ g.destroy()
 @pytest.mark.skipif(not available(), reason="nixl-cu12 is not installed (pip install 'tensorfabric[nixl]')")
 def test_nixl_bytes_cross_the_shaped_link_over_tcp(tmp_path: Path) -> None:
     with Lab(hosts=2, rate="1gbit", state_dir=tmp_path) as lab:
-        before = [link["ends"][0]["tx_bytes"] for link in lab.status()["links"]]
+        before = [link["ends"][0]["tx_bytes"] for link in lab.status().to_dict()["links"]]
         procs = lab.spawn([sys.executable, "-c", _NIXL_RANK], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
         outs = [p.communicate(timeout=100) for p in procs]
-        after = [link["ends"][0]["tx_bytes"] for link in lab.status()["links"]]
+        after = [link["ends"][0]["tx_bytes"] for link in lab.status().to_dict()["links"]]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
     docs = [json.loads(out) for out, _ in outs]
     # UCX held to TCP on the lab interface (lab.rank_env sets UCX_TLS/UCX_NET_DEVICES), and says so itself.

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from tensorfabric.cli._common import RATE, console, emit_json
 from tensorfabric.cli._options import json_option
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tensorfabric.lab.status import LabStatus
+
+__all__ = ["cli", "render"]
 
 DEFAULT_NAME = "lab"
 
@@ -116,51 +124,49 @@ def status_cmd(name: str, as_json: bool) -> int:
 def list_cmd(as_json: bool) -> int:
     """Labs recorded in the state directory."""
     from tensorfabric.lab.state import StateStore
+    from tensorfabric.lab.status import lab_list
 
-    store = StateStore()
-    labs = []
-    for lab_name in store.names():
-        state = store.load(lab_name)
-        labs.append({"name": lab_name, "phase": state.phase, "hosts": state.spec.hosts,
-                     "topology": state.spec.topology, "rate_bps": state.spec.rate_bps,
-                     "owner_pid": None if state.owner is None else state.owner.pid})
+    labs = lab_list(StateStore())
     if as_json:
-        emit_json({"state_dir": str(store.directory), "labs": labs})
+        sys.stdout.write(labs.to_json())
     else:
-        for lab in labs:
-            click.echo(f"{lab['name']}\t{lab['phase']}\t{lab['topology']}\t{lab['hosts']} hosts")
+        for lab in labs.labs:
+            click.echo(f"{lab.name}\t{lab.phase}\t{lab.topology}\t{lab.hosts} hosts")
     return 0
 
 
-def _show(status: dict[str, Any], as_json: bool) -> None:
+def _show(status: LabStatus, as_json: bool) -> None:
     if as_json:
-        emit_json(status)
-        return
+        sys.stdout.write(status.to_json())
+    else:
+        render(status, console())
+
+
+def render(status: LabStatus, con: Console) -> None:
+    """The people's form of a lab's status: a line, the hosts table, the links table (one row per direction)."""
     from rich.table import Table
 
     from tensorfabric.units import format_size
 
-    con = console()
     con.width = max(con.width, 120)  # the links table is wide; never truncate addresses or counters
-    con.print(f"lab [bold]{status['name']}[/]: {status['topology']}, {len(status['hosts'])} hosts, "
-              f"subnet {status['subnet']}, mtu {status['mtu']}")
+    con.print(f"lab [bold]{status.name}[/]: {status.topology}, {len(status.hosts)} hosts, "
+              f"subnet {status.subnet}, mtu {status.mtu}")
     hosts = Table(title="hosts")
     for col in ("host", "rank", "netns", "interface", "address"):
         hosts.add_column(col)
-    for h in status["hosts"]:
-        hosts.add_row(h["name"], str(h["rank"]), h["netns"], h["interface"], h["address"])
+    for h in status.hosts:
+        hosts.add_row(h.name, str(h.rank), h.netns, h.interface, h.address)
     con.print(hosts)
     links = Table(title="links (counters per sending end: tx = leaving that end, qdisc = its tbf)")
     for col in ("from", "to", "rate", "tx bytes", "tx pkts", "drops", "qdisc drops", "overlimits", "backlog"):
         links.add_column(col, justify="left" if col in ("from", "to") else "right")
-    for link in status["links"]:
-        for src, dst in ((0, 1), (1, 0)):
-            end = link["ends"][src]
-            if not end["present"]:
-                links.add_row(end["endpoint"], link["ends"][dst]["endpoint"], link["rate"], "missing", *[""] * 5)
+    for link in status.links:
+        for end, peer in (link.ends, link.ends[::-1]):
+            if not end.present:
+                links.add_row(end.endpoint, peer.endpoint, link.rate, "missing", *[""] * 5)
                 continue
-            q = end["qdisc"] or {}
-            links.add_row(end["endpoint"], link["ends"][dst]["endpoint"], link["rate"],
-                          format_size(end["tx_bytes"]), str(end["tx_packets"]), str(end["tx_dropped"]),
-                          str(q.get("drops", "")), str(q.get("overlimits", "")), str(q.get("backlog", "")))
+            q = end.qdisc
+            links.add_row(end.endpoint, peer.endpoint, link.rate, format_size(end.tx_bytes), str(end.tx_packets),
+                          str(end.tx_dropped), *(("", "", "") if q is None else
+                                                 (str(q.drops), str(q.overlimits), str(q.backlog))))
     con.print(links)

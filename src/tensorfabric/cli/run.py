@@ -16,6 +16,7 @@ package it is the random tiny model, and the run says why. ``--model tiny`` asks
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tensorfabric.cli._common import console, emit_json, progress
+from tensorfabric.cli._common import console, progress
 from tensorfabric.cli._options import (
     OUTPUT_FILE,
     codec_option,
@@ -39,9 +40,14 @@ from tensorfabric.errors import InputError
 from tensorfabric.inference.default import TINY_NAME
 
 if TYPE_CHECKING:
-    from tensorfabric.inference.runner import RankResult, RunConfig
+    from rich.console import Console
 
-__all__ = ["cli"]
+    from tensorfabric.inference.disagg_report import DisaggReport
+    from tensorfabric.inference.report import RunReport
+    from tensorfabric.inference.runner import RankResult, RunConfig
+    from tensorfabric.transfer.launch import Placement
+
+__all__ = ["cli", "render", "render_disaggregated"]
 
 DEFAULT_PROMPT = "The capital of France is"
 TINY = "tiny"
@@ -118,49 +124,106 @@ def _save_logits(path: Path, result: RankResult) -> None:
 
 def _disaggregated(cfg: RunConfig, split: str, prefill_tp: int, decode_tp: int, environ: dict[str, str],
                    lab_spec: str | None, lab_name: str | None, as_json: bool) -> int:
-    from tensorfabric.inference.disagg_report import plan_disagg, render_lines, run_disaggregated
+    from tensorfabric.inference.disagg_report import plan_disagg, run_disaggregated
 
     plan = plan_disagg(cfg, split, prefill_tp, decode_tp)
     report = run_disaggregated(plan, environ=environ, lab=lab_spec, lab_name=lab_name)
     if report is not None and as_json:
-        emit_json(report)
+        sys.stdout.write(report.to_json())
     elif report is not None:
-        for line in render_lines(report):
-            click.echo(line)
+        render_disaggregated(report, console())
     return 0
 
 
-def _render(report: dict[str, Any], streamed: bool = False) -> None:
+def render(report: RunReport, con: Console, streamed: bool = False) -> None:
+    """The people's form of a colocated run's report (``streamed``: the model and text are on screen already)."""
     from rich.table import Table
 
     from tensorfabric.cli._stream import printable
 
-    con = console()
-    texts = report["text"] if isinstance(report["text"], list) else [report["text"]]
-    if not streamed:  # a streamed run showed the model and its text already
-        con.print(f"model: {report['model']}", markup=False)
-    if Path(report["model"]).name == TINY_NAME:
+    # markup and emoji codes off for what the model and the user wrote (":smile:" stays text)
+    if not streamed:
+        con.print(f"model: {report.model}", markup=False, emoji=False)
+    if Path(report.model).name == TINY_NAME:
         con.print("(the tiny model is random-initialised: its text is noise, its traffic is real)")
-    for i, text in enumerate([] if streamed else texts):
-        con.print(f"generated[{i}]: {printable(text)}", markup=False)
-    lat = report["decode_latency_s"]
-    con.print(f"\ntp={report['tp']} pp={report['pp']} dtype={report['dtype']} codec={report['codec']}"
-              f"{' (prefill+decode)' if report['codec_decode'] else ' (prefill)'} transport={report['transport']}")
-    con.print(f"time to first token {report['ttft_s'] * 1e3:.1f} ms, {report['new_tokens']} new tokens, "
-              f"{report['tokens_per_s']:.1f} tokens/s")
-    con.print(f"decode latency per token: p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms")
-    per = report["per_token"]
-    con.print(f"per decode token: compute {per['compute_s'] * 1e3:.2f} ms, communication {per['comm_s'] * 1e3:.2f} ms")
-    if report["comm"]:
+    for i, text in enumerate(() if streamed else report.texts):
+        con.print(f"generated[{i}]: {printable(text)}", markup=False, emoji=False)
+    con.print(f"\ntp={report.tp} pp={report.pp} dtype={report.dtype} codec={report.codec}"
+              f"{' (prefill+decode)' if report.codec_decode else ' (prefill)'} transport={report.transport}")
+    con.print(f"time to first token {report.ttft_s * 1e3:.1f} ms, {report.new_tokens} new tokens, "
+              f"{report.tokens_per_s:.1f} tokens/s")
+    con.print(f"decode latency per token: p50 {report.decode_p50_s * 1e3:.1f} ms, "
+              f"p99 {report.decode_p99_s * 1e3:.1f} ms")
+    con.print(f"per decode token: compute {report.compute_per_token_s * 1e3:.2f} ms, "
+              f"communication {report.comm_per_token_s * 1e3:.2f} ms")
+    if report.comm:
         table = Table(title="communication (rank 0, whole generation)",
                       caption="late: time before the last rank called (its compute, not the link)")
         for col in ("collective", "calls", "bytes", "wire bytes", "seconds", "late", "codec"):
             table.add_column(col, justify="left" if col in ("collective", "codec") else "right")
-        for op, s in report["comm"].items():
-            late = s.get("late_s")
-            table.add_row(op, str(s["calls"]), f"{s['bytes']:,}", f"{s['wire_bytes']:,}", f"{s['seconds']:.4f}",
-                          "unknown" if late is None else f"{late:.4f}", ",".join(s["codecs"]))
+        for c in report.comm:
+            table.add_row(c.op, str(c.calls), f"{c.bytes:,}", f"{c.wire_bytes:,}", f"{c.seconds:.4f}",
+                          "unknown" if c.late_s is None else f"{c.late_s:.4f}", ",".join(c.codecs))
         con.print(table)
+
+
+def render_disaggregated(report: DisaggReport, con: Console) -> None:
+    """The people's form of a disaggregated run's report: the setup, then two lines per request."""
+    setup = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in report.connection_setup_s)
+    lines = [f"disaggregated: prefill {report.prefill_ranks} rank(s) tp={report.prefill_tp} -> "
+             f"decode {report.decode_ranks} rank(s) tp={report.decode_tp}, dtype={report.dtype}",
+             f"KV layout {report.kv_layout}; transport {report.transport}",
+             f"connection setup (before the first request): {setup}"]
+    lines += [f"generated[{i}]: {t}" for i, t in enumerate(report.text_shown or ())]
+    for r in report.requests:
+        frac = f", {r.link_fraction * 100:.1f} % of the link" if r.link_fraction is not None else ""
+        lines.append(f"request {r.request}: {r.prompt_tokens} prompt tokens, KV {r.kv_bytes:,} B in "
+                     f"{r.kv_blocks} block(s), {r.descriptors} descriptors / {r.writes} writes, "
+                     f"{r.kv_write_s * 1e3:.3f} ms on the wire = {r.kv_gbytes_per_s:.2f} GB/s{frac}")
+        lines.append(f"  TTFT {r.ttft_s * 1e3:.2f} ms = prefill {r.prefill_compute_s * 1e3:.2f} + KV transfer "
+                     f"{r.kv_transfer_s * 1e3:.2f} + first decode step {r.first_decode_step_s * 1e3:.2f} ms; "
+                     f"decode p50 {r.decode_p50_s * 1e3:.2f} ms, p99 {r.decode_p99_s * 1e3:.2f} ms, "
+                     f"{len(r.token_ids)} tokens")
+    for line in lines:
+        con.print(line, markup=False, highlight=False, emoji=False)
+
+
+def _config(directory: Path, tp: int, prompts: tuple[str, ...], chat: bool, logits: bool,
+            **options: Any) -> RunConfig:
+    """The run's configuration from the verb's options (the sampler's among them)."""
+    from tensorfabric.inference.runner import RunConfig
+    from tensorfabric.inference.sampling import SamplingParams
+
+    prompt_texts = prompts or (DEFAULT_PROMPT,)
+    if chat:
+        from tensorfabric.inference.tokenizer import chat_prompt
+
+        prompt_texts = tuple(chat_prompt(directory, text) for text in prompt_texts)
+    sampling = SamplingParams(**{k: options.pop(k) for k in ("max_new_tokens", "temperature", "top_p", "seed")},
+                              stop_at_eos=not options.pop("ignore_eos"))
+    return RunConfig(model_dir=str(directory), tp=tp, prompts=prompt_texts, sampling=sampling, keep_logits=logits,
+                     timeout_s=float(options.pop("timeout_s")), **options)
+
+
+def _colocated(cfg: RunConfig, directory: Path, where: Placement, show: bool) -> tuple[dict[int, RankResult], bool]:
+    """Every rank's result of a colocated run wherever ``where`` puts it, and whether the text is on screen."""
+    from tensorfabric.inference.runner import prepare, rank_entry
+    from tensorfabric.transfer.launch import launch as launch_ranks
+
+    if not where.launched:
+        prepare(cfg, world_size=where.ranks)  # bad input is exit 2 here, before any rank starts
+    # A namespace's rank 0 has no terminal: it draws no bars and its text comes back with its result.
+    lab = where.kind == "lab"
+    streaming = not lab and where.rank == 0
+
+    def launch(on_message: Callable[[int, Any], None]) -> dict[int, RankResult]:
+        # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
+        return launch_ranks(rank_entry, where, args=(cfg, _bars if show and not lab else None, streaming),
+                            timeout_s=cfg.timeout_s + (60 if lab else 0), on_message=on_message)
+
+    if streaming:
+        return _generate_streaming(cfg, directory, show, launch)
+    return launch(lambda rank, step: None), False
 
 
 @click.command("run")
@@ -204,11 +267,7 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         logits_path: str | None, warmup: bool, engine: str, require_rdma: bool, as_json: bool,
         split: str | None = None, prefill_tp: int = 0, decode_tp: int = 0, force: bool = False) -> int:
     """Generate text on tp x pp ranks and report TTFT, decode latency, throughput and communication."""
-    from tensorfabric.inference.report import summarize
-    from tensorfabric.inference.runner import RunConfig, prepare, rank_entry
-    from tensorfabric.inference.sampling import SamplingParams
-    from tensorfabric.inference.tokenizer import load_tokenizer
-    from tensorfabric.transfer.launch import launch as launch_ranks
+    from tensorfabric.inference.report import decoded, run_report
     from tensorfabric.transfer.launch import placement
 
     refuse_existing({"--save-logits": logits_path}, force)
@@ -218,50 +277,24 @@ def cli(model_dir: Path | None, tp: int | None, pp: int, prompts: tuple[str, ...
         require_rdma_here()  # exit 2 here, not after ranks are spawned and fail one by one
     environ = dict(os.environ)
     directory, tp = _resolve_model(model_dir, tp, environ)
-    prompt_texts = prompts or (DEFAULT_PROMPT,)
-    if chat:
-        from tensorfabric.inference.tokenizer import chat_prompt
-
-        prompt_texts = tuple(chat_prompt(directory, text) for text in prompt_texts)
-    cfg = RunConfig(model_dir=str(directory), tp=tp, pp=pp, prompts=prompt_texts,
-                    sampling=SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                                            seed=seed, stop_at_eos=not ignore_eos),
-                    codec=codec, codec_decode=codec_decode, dtype=dtype, microbatches=microbatches,
-                    timeout_s=float(timeout_s), keep_logits=logits_path is not None, warmup=warmup,
-                    engine=engine, require_rdma=require_rdma)
+    cfg = _config(directory, tp, prompts, chat, logits_path is not None, pp=pp, max_new_tokens=max_new_tokens,
+                  temperature=temperature, top_p=top_p, seed=seed, ignore_eos=ignore_eos, codec=codec,
+                  codec_decode=codec_decode, dtype=dtype, microbatches=microbatches, timeout_s=timeout_s,
+                  warmup=warmup, engine=engine, require_rdma=require_rdma)
     if split is not None:
         if logits_path is not None:
             raise InputError("--save-logits does not combine with --disaggregate")
         return _disaggregated(cfg, split, prefill_tp, decode_tp, environ, lab_spec, lab_name, as_json)
-    show = not as_json
-    # The last stage's first tensor-parallel rank holds the logits.
-    logits_rank = (pp - 1) * tp
     where = placement(environ, ranks=tp * pp, lab=lab_spec, lab_name=lab_name)
-    if not where.launched:
-        prepare(cfg, world_size=where.ranks)  # bad input is exit 2 here, before any rank starts
-    # A namespace's rank 0 has no terminal: it draws no bars and its text comes back with its result.
-    lab = where.kind == "lab"
-    streaming = not lab and where.rank == 0
-
-    def launch(on_message: Callable[[int, Any], None]) -> dict[int, RankResult]:
-        # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
-        return launch_ranks(rank_entry, where, args=(cfg, _bars if show and not lab else None, streaming),
-                            timeout_s=float(timeout_s) + (60 if lab else 0), on_message=on_message)
-
-    if streaming:
-        results, streamed = _generate_streaming(cfg, directory, show, launch)
-    else:
-        results, streamed = launch(lambda rank, step: None), False
+    results, streamed = _colocated(cfg, directory, where, show=not as_json)
+    logits_rank = (pp - 1) * tp  # the last stage's first tensor-parallel rank holds the logits
     if logits_path is not None and logits_rank in results:
         _save_logits(Path(logits_path), results[logits_rank])
     if 0 not in results:  # another rank of a launched job: rank 0 reports
         return 0
-    result = results[0]
-    tok = load_tokenizer(directory)
-    texts = [tok.decode(ids, skip_special_tokens=True) for ids in result.token_ids]
-    report = summarize(result, cfg, texts, str(directory))
+    report = run_report(results[0], cfg, decoded(directory, results[0].token_ids), str(directory))
     if as_json:
-        emit_json(report)
+        sys.stdout.write(report.to_json())
     else:
-        _render(report, streamed)
+        render(report, console(), streamed)
     return 0

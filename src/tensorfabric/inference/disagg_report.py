@@ -1,17 +1,124 @@
-"""The figures of a disaggregated run, per request, from every rank's measurements (``run --json`` carries
-this dict; the text output renders it)."""
+"""What a disaggregated run reports, per request, from every rank's measurements.
+
+:class:`DisaggReport` is the typed report of ``tensorfabric run --disaggregate P:D``; :meth:`DisaggReport.to_json`
+is its ``--json`` document and the human renderer in ``cli/run.py`` reads the same record.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tensorfabric.errors import InputError
 from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, disagg_entry, parse_split
-from tensorfabric.inference.report import percentile
+from tensorfabric.inference.report import decoded, one_or_many, percentile, shown
 from tensorfabric.inference.runner import RunConfig, prepare
+from tensorfabric.jsonable import json_default
 
-__all__ = ["lab_report", "plan_disagg", "render_lines", "run_disaggregated", "summarize_disagg"]
+__all__ = ["DisaggReport", "KvRequest", "lab_report", "plan_disagg", "run_disaggregated", "summarize_disagg"]
+
+
+@dataclass(frozen=True)
+class KvRequest:
+    """One request's KV cache move and its time to first token (seconds; bytes)."""
+
+    request: int
+    prompt_tokens: int
+    token_ids: tuple[int, ...]
+    kv_bytes: int
+    kv_blocks: int
+    descriptors: int
+    writes: int
+    kv_pack_s: float
+    kv_write_s: float
+    """On the wire; packing into staging is inside it (overlapped with the wire, chunk by chunk)."""
+    kv_gbytes_per_s: float
+    link_fraction: float | None
+    """Of the link the KV crosses, when its rate is known (the lab's)."""
+    prefill_compute_s: float
+    first_decode_step_s: float
+    decode_p50_s: float
+    decode_p99_s: float
+    kv_wait_s: float
+    credit_wait_s: float
+
+    @property
+    def kv_transfer_s(self) -> float:
+        return self.kv_write_s
+
+    @property
+    def ttft_s(self) -> float:
+        return self.prefill_compute_s + self.kv_transfer_s + self.first_decode_step_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request": self.request, "prompt_tokens": self.prompt_tokens, "token_ids": list(self.token_ids),
+            "kv_bytes": self.kv_bytes, "kv_blocks": self.kv_blocks, "descriptors": self.descriptors,
+            "writes": self.writes, "kv_transfer_s": self.kv_transfer_s, "kv_pack_s": self.kv_pack_s,
+            "kv_write_s": self.kv_write_s, "kv_gbytes_per_s": self.kv_gbytes_per_s,
+            "link_fraction": self.link_fraction,
+            "ttft_s": {"prefill_compute_s": self.prefill_compute_s, "kv_transfer_s": self.kv_transfer_s,
+                       "first_decode_step_s": self.first_decode_step_s, "total_s": self.ttft_s},
+            "decode_latency_s": {"p50": self.decode_p50_s, "p99": self.decode_p99_s},
+            "kv_wait_s": self.kv_wait_s, "credit_wait_s": self.credit_wait_s,
+        }
+
+
+@dataclass(frozen=True)
+class DisaggReport:
+    """A run of P prefill and D decode ranks; ``transports`` and ``connection_setup_s`` are per rank
+    (``prefill0``, ``decode0``, ...), in rank order."""
+
+    model: str
+    dtype: str
+    prefill_ranks: int
+    prefill_tp: int
+    decode_ranks: int
+    decode_tp: int
+    block_tokens: int
+    transport: str
+    transports: tuple[tuple[str, str], ...]
+    connection_setup_s: tuple[tuple[str, float], ...]
+    link_rate_bps: float | None
+    texts: tuple[str, ...]
+    token_ids: tuple[tuple[int, ...], ...]
+    requests: tuple[KvRequest, ...]
+    load_s: float
+    text_shown: tuple[str, ...] | None = None
+    """The texts with control characters escaped (a random model emits arbitrary bytes); None when the report
+    was made without a tokenizer's texts to show."""
+
+    @property
+    def kv_layout(self) -> str:
+        return f"pool[block][layer][k|v][head][{self.block_tokens} tokens][head_dim]"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "mode": "disaggregated",
+            "model": self.model,
+            "dtype": self.dtype,
+            "prefill": {"ranks": self.prefill_ranks, "tp": self.prefill_tp},
+            "decode": {"ranks": self.decode_ranks, "tp": self.decode_tp},
+            "kv_layout": self.kv_layout,
+            "block_tokens": self.block_tokens,
+            "transport": self.transport,
+            "transports": dict(self.transports),
+            "connection_setup_s": dict(self.connection_setup_s),
+            "link_rate_bps": self.link_rate_bps,
+            "text": one_or_many(self.texts),
+            "token_ids": one_or_many([list(ids) for ids in self.token_ids]),
+            "requests": [r.to_dict() for r in self.requests],
+            "load_s": self.load_s,
+        }
+        if self.text_shown is not None:
+            out["text_shown"] = list(self.text_shown)
+        return out
+
+    def to_json(self) -> str:
+        """The ``--json`` document, newline-terminated, keys in the contract's order."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=json_default) + "\n"
 
 
 def plan_disagg(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int = 0) -> DisaggConfig:
@@ -23,7 +130,7 @@ def plan_disagg(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int 
 
 
 def run_disaggregated(cfg: DisaggConfig, *, environ: Mapping[str, str], lab: str | None = None,
-                      lab_name: str | None = None, grace_s: float | None = None) -> dict[str, Any] | None:
+                      lab_name: str | None = None, grace_s: float | None = None) -> DisaggReport | None:
     """Run the ``P + D`` ranks wherever :func:`~tensorfabric.transfer.launch.placement` puts them (inside a
     launched job this process is one rank; else one rank per host of ``lab``, or local processes); the report
     from rank 0's gathered results, or None on a rank other than 0 of a launched job."""
@@ -48,100 +155,47 @@ def run_disaggregated(cfg: DisaggConfig, *, environ: Mapping[str, str], lab: str
     return _report(everyone, cfg)
 
 
-def lab_report(everyone: Sequence[DisaggRankResult], cfg: DisaggConfig, rate_bps: float) -> dict[str, Any]:
+def lab_report(everyone: Sequence[DisaggRankResult], cfg: DisaggConfig, rate_bps: float) -> DisaggReport:
     """The report of a run whose link rate is known (the lab's), with each request's fraction of it."""
-    report = _report(everyone, cfg)
-    report["link_rate_bps"] = float(rate_bps)
-    for req in report["requests"]:
-        req["link_fraction"] = req["kv_gbytes_per_s"] * 8e9 / float(rate_bps)
-    return report
+    return _report(everyone, cfg, float(rate_bps))
 
 
-def _report(results: Sequence[DisaggRankResult], cfg: DisaggConfig) -> dict[str, Any]:
+def _report(results: Sequence[DisaggRankResult], cfg: DisaggConfig,
+            link_rate_bps: float | None = None) -> DisaggReport:
     from pathlib import Path
 
-    from tensorfabric.inference.tokenizer import load_tokenizer
-
-    tok = load_tokenizer(Path(cfg.run.model_dir))
     lead = next(r for r in results if r.role == "decode")
-    texts = [tok.decode(ids, skip_special_tokens=True) for ids in lead.token_ids]
-    report = summarize_disagg(results, cfg, texts, cfg.run.model_dir)
-    # A random model emits arbitrary bytes; control characters must not drive the terminal.
-    report["text_shown"] = ["".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}" for c in t)
-                            for t in texts]
-    return report
+    texts = decoded(Path(cfg.run.model_dir), lead.token_ids)
+    report = summarize_disagg(results, cfg, texts, cfg.run.model_dir, link_rate_bps)
+    return replace(report, text_shown=tuple(shown(t) for t in texts))
+
+
+def _request(i: int, sends: Sequence[Mapping[str, Any]], dec: Mapping[str, Any], token_ids: Sequence[int],
+             link_rate_bps: float | None) -> KvRequest:
+    kv_bytes = sum(s["kv_bytes"] for s in sends)
+    write_s = max(s["write_s"] for s in sends)
+    gbps = kv_bytes / write_s / 1e9 if write_s > 0 else 0.0
+    return KvRequest(
+        request=i, prompt_tokens=sends[0]["prompt_tokens"], token_ids=tuple(token_ids), kv_bytes=kv_bytes,
+        kv_blocks=sends[0]["kv_blocks"], descriptors=sum(s["descriptors"] for s in sends),
+        writes=sum(s["writes"] for s in sends), kv_pack_s=max(s["pack_s"] for s in sends), kv_write_s=write_s,
+        kv_gbytes_per_s=gbps, link_fraction=gbps * 8e9 / link_rate_bps if link_rate_bps else None,
+        prefill_compute_s=sends[0]["prefill_compute_s"], first_decode_step_s=dec["first_decode_step_s"],
+        decode_p50_s=percentile(dec["step_s"], 50), decode_p99_s=percentile(dec["step_s"], 99),
+        kv_wait_s=dec["kv_wait_s"], credit_wait_s=max(s["credit_wait_s"] for s in sends))
 
 
 def summarize_disagg(results: Sequence[DisaggRankResult], cfg: DisaggConfig, texts: Sequence[str],
-                     model_dir: str, link_rate_bps: float | None = None) -> dict[str, Any]:
+                     model_dir: str, link_rate_bps: float | None = None) -> DisaggReport:
     """``link_rate_bps``: the link the KV crosses (known in the lab), for the fraction-of-line-rate figure."""
     prefill = [r for r in results if r.role == "prefill"]
-    decode = [r for r in results if r.role == "decode"]
-    lead = decode[0]
-    requests = []
-    for i, dec in enumerate(lead.requests):
-        sends = [p.requests[i] for p in prefill]
-        kv_bytes = sum(s["kv_bytes"] for s in sends)
-        write_s = max(s["write_s"] for s in sends)
-        transfer_s = write_s  # packing into staging is inside it (overlapped with the wire, chunk by chunk)
-        compute_s = sends[0]["prefill_compute_s"]
-        first_step = dec["first_decode_step_s"]
-        gbps = kv_bytes / write_s / 1e9 if write_s > 0 else 0.0
-        requests.append({
-            "request": i,
-            "prompt_tokens": sends[0]["prompt_tokens"],
-            "token_ids": lead.token_ids[i],
-            "kv_bytes": kv_bytes,
-            "kv_blocks": sends[0]["kv_blocks"],
-            "descriptors": sum(s["descriptors"] for s in sends),
-            "writes": sum(s["writes"] for s in sends),
-            "kv_transfer_s": transfer_s,
-            "kv_pack_s": max(s["pack_s"] for s in sends),
-            "kv_write_s": write_s,
-            "kv_gbytes_per_s": gbps,
-            "link_fraction": gbps * 8e9 / link_rate_bps if link_rate_bps else None,
-            "ttft_s": {"prefill_compute_s": compute_s, "kv_transfer_s": transfer_s,
-                       "first_decode_step_s": first_step, "total_s": compute_s + transfer_s + first_step},
-            "decode_latency_s": {"p50": percentile(dec["step_s"], 50), "p99": percentile(dec["step_s"], 99)},
-            "kv_wait_s": dec["kv_wait_s"],
-            "credit_wait_s": max(s["credit_wait_s"] for s in sends),
-        })
-    bt = cfg.block_tokens
-    return {
-        "mode": "disaggregated",
-        "model": model_dir,
-        "dtype": cfg.run.dtype,
-        "prefill": {"ranks": cfg.prefill, "tp": cfg.ptp},
-        "decode": {"ranks": cfg.decode, "tp": cfg.dtp},
-        "kv_layout": f"pool[block][layer][k|v][head][{bt} tokens][head_dim]",
-        "block_tokens": bt,
-        "transport": prefill[0].transport,
-        "transports": {f"{r.role}{r.index}": r.transport for r in results},
-        "connection_setup_s": {f"{r.role}{r.index}": r.setup_s for r in results},
-        "link_rate_bps": link_rate_bps,
-        "text": texts[0] if len(texts) == 1 else list(texts),
-        "token_ids": lead.token_ids[0] if len(lead.token_ids) == 1 else lead.token_ids,
-        "requests": requests,
-        "load_s": max(r.load_s for r in results),
-    }
-
-
-def render_lines(report: dict[str, Any]) -> list[str]:
-    """The human form of :func:`summarize_disagg`'s dict."""
-    setup = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in report["connection_setup_s"].items())
-    lines = [f"disaggregated: prefill {report['prefill']['ranks']} rank(s) tp={report['prefill']['tp']} -> "
-             f"decode {report['decode']['ranks']} rank(s) tp={report['decode']['tp']}, dtype={report['dtype']}",
-             f"KV layout {report['kv_layout']}; transport {report['transport']}",
-             f"connection setup (before the first request): {setup}"]
-    lines += [f"generated[{i}]: {t}" for i, t in enumerate(report.get("text_shown", []))]
-    for r in report["requests"]:
-        t = r["ttft_s"]
-        frac = f", {r['link_fraction'] * 100:.1f} % of the link" if r["link_fraction"] is not None else ""
-        lines.append(f"request {r['request']}: {r['prompt_tokens']} prompt tokens, KV {r['kv_bytes']:,} B in "
-                     f"{r['kv_blocks']} block(s), {r['descriptors']} descriptors / {r['writes']} writes, "
-                     f"{r['kv_write_s'] * 1e3:.3f} ms on the wire = {r['kv_gbytes_per_s']:.2f} GB/s{frac}")
-        lines.append(f"  TTFT {t['total_s'] * 1e3:.2f} ms = prefill {t['prefill_compute_s'] * 1e3:.2f} + KV transfer "
-                     f"{t['kv_transfer_s'] * 1e3:.2f} + first decode step {t['first_decode_step_s'] * 1e3:.2f} ms; "
-                     f"decode p50 {r['decode_latency_s']['p50'] * 1e3:.2f} ms, p99 "
-                     f"{r['decode_latency_s']['p99'] * 1e3:.2f} ms, {len(r['token_ids'])} tokens")
-    return lines
+    lead = next(r for r in results if r.role == "decode")
+    requests = tuple(_request(i, [p.requests[i] for p in prefill], dec, lead.token_ids[i], link_rate_bps)
+                     for i, dec in enumerate(lead.requests))
+    return DisaggReport(
+        model=model_dir, dtype=cfg.run.dtype, prefill_ranks=cfg.prefill, prefill_tp=cfg.ptp,
+        decode_ranks=cfg.decode, decode_tp=cfg.dtp, block_tokens=cfg.block_tokens, transport=prefill[0].transport,
+        transports=tuple((f"{r.role}{r.index}", r.transport) for r in results),
+        connection_setup_s=tuple((f"{r.role}{r.index}", r.setup_s) for r in results), link_rate_bps=link_rate_bps,
+        texts=tuple(texts), token_ids=tuple(tuple(ids) for ids in lead.token_ids), requests=requests,
+        load_s=max(r.load_s for r in results))

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.fsutil import SCRATCH_ENV, scratch_dir
@@ -33,6 +33,9 @@ from tensorfabric.lab.plan import BRIDGE, HOST_IFACE, LabPlan, ns_prefix, plan_l
 from tensorfabric.lab.spec import DEFAULT_MTU, DEFAULT_SUBNET, LabSpec
 from tensorfabric.lab.state import LabState, Owner, StateStore
 from tensorfabric.signals import Pending, deferred_signals, terminate_as_interrupt
+
+if TYPE_CHECKING:
+    from tensorfabric.lab.status import LabStatus
 
 __all__ = ["DEFAULT_MASTER_PORT", "Lab", "down_all", "lab_down", "rank_env"]
 
@@ -346,7 +349,7 @@ class Lab:
                 pass
         self._procs.clear()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> LabStatus:
         """Hosts, addresses, links, rates and counters; see :func:`tensorfabric.lab.status.lab_status`."""
         from tensorfabric.lab.status import lab_status
 
