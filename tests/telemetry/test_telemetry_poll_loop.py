@@ -100,3 +100,15 @@ def test_single_flight_callers_share_the_call_in_flight_and_its_error() -> None:
         flight.run(broken)
     assert flight.run(lambda: 7) == 7  # a failed call leaves nothing in flight
     assert flight.run(lambda: flight.run(lambda: 2, reentrant=lambda: 3)) == 3  # from inside: no self-wait
+
+
+def test_a_single_dump_shows_a_one_line_header_and_no_empty_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorfabric.cli.main import main
+
+    from .telemetry_support import FIXTURES
+
+    dump = FIXTURES / "verdicts" / "sonic_pfcwd_flapping_loop.txt"
+    assert main(["monitor", "--once", "--source", f"file:{dump}"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "poll 1: 21 samples from 1 source(s)"
+    assert lines[1].startswith("no paused share yet") and not any("┃ port" in line for line in lines)

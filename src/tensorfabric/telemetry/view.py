@@ -1,9 +1,11 @@
-"""The terminal view of ``tensorfabric monitor``: top ports by paused share, then the active alerts."""
+"""The terminal view of ``tensorfabric monitor``: a one-line header, the top ports by paused share, then the active
+alerts. A part with nothing to show is one line, not an empty table (a single dump has no paused share yet)."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from tensorfabric.samples import Alert
 from tensorfabric.telemetry.detectors.base import paused_fractions
@@ -47,13 +49,20 @@ def alerts_table(alerts: tuple[Alert, ...] | list[Alert]) -> Table:
 
 def render_view(window: Window, alerts: tuple[Alert, ...], *, errors: dict[str, tuple[str, ...]],
                 title: str) -> Group:
-    ports = Table(title=title)
-    for column, justify in (("port", "left"), ("direction", "left"), ("paused", "right")):
-        ports.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for subject, direction, fraction in top_paused(window):
-        style = "red" if fraction >= 0.5 else "yellow" if fraction >= 0.05 else ""
-        ports.add_row(subject, direction, f"[{style}]{fraction:7.2%}[/]" if style else f"{fraction:7.2%}")
-    parts: list[Table] = [ports, alerts_table(alerts)]
+    # the header is a line of its own: as a table title it wrapped inside a narrow table
+    parts: list[RenderableType] = [Text(title)]
+    paused = top_paused(window)
+    if paused:
+        ports = Table()
+        for column, justify in (("port", "left"), ("direction", "left"), ("paused", "right")):
+            ports.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for subject, direction, fraction in paused:
+            style = "red" if fraction >= 0.5 else "yellow" if fraction >= 0.05 else ""
+            ports.add_row(subject, direction, f"[{style}]{fraction:7.2%}[/]" if style else f"{fraction:7.2%}")
+        parts.append(ports)
+    else:
+        parts.append(Text("no paused share yet: it needs PFC pause-time counters read in two polls"))
+    parts.append(alerts_table(alerts) if alerts else Text("no alerts"))
     if errors:
         failed = Table(title="Source errors")
         failed.add_column("source", overflow="fold")
