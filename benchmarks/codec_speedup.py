@@ -13,6 +13,7 @@ Usage: python benchmarks/codec_speedup.py [--rounds 5] [--iters 3]; writes bench
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -76,10 +77,13 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=3)
     args = parser.parse_args()
     from tensorfabric.fsutil import atomic_write_json
-    from tensorfabric.transfer import spawn
+    from tensorfabric.transfer import launch, placement
 
     t0 = time.time()
-    rank0 = spawn(rank_body, 2, args=(args.rounds, args.iters), timeout_s=1800)[0]
+    ranks = launch(rank_body, placement(os.environ, ranks=2), args=(args.rounds, args.iters), timeout_s=1800)
+    if 0 not in ranks:
+        return 0  # a non-zero rank of a launched job: rank 0 reports
+    rank0 = ranks[0]
     base = statistics.median(rank0["times"]["none"])
     rows = []
     for name in VARIANTS:

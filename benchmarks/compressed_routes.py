@@ -32,13 +32,10 @@ CONFIGS = {"none": ["--codec", "none", "--engine", "nixl"],
 
 
 def _bench(where: str, argv: list[str]) -> dict[str, Any]:
-    if where == "lab":
-        from tensorfabric.lab.launch import run_distributed
-
-        out = run_distributed("3x1gbit", ["bench", *argv], timeout_s=300)
-    else:
-        out = subprocess.run([sys.executable, "-m", "tensorfabric", "bench", "--nproc", "3", *argv], check=True,
-                             capture_output=True, text=True, timeout=300).stdout
+    # bench places its own ranks (the one launcher): --nproc 3 local processes, or --lab one per lab host.
+    place = ["--lab", "3x1gbit"] if where == "lab" else ["--nproc", "3"]
+    out = subprocess.run([sys.executable, "-m", "tensorfabric", "bench", *place, *argv], check=True,
+                         capture_output=True, text=True, timeout=300).stdout
     doc: dict[str, Any] = json.loads(out)
     return doc
 

@@ -54,13 +54,10 @@ NEW_TOKENS = 64
 
 
 def _run(argv: list[str], lab: str | None) -> dict[str, Any]:
-    if lab is not None:
-        from tensorfabric.lab.launch import run_distributed
-
-        out = run_distributed(lab, argv, timeout_s=600)
-    else:
-        out = subprocess.run([sys.executable, "-m", "tensorfabric", *argv], check=True, capture_output=True,
-                             text=True, timeout=600).stdout
+    # run places its own ranks (the one launcher): --tp local processes, or with --lab one per lab host.
+    place = [] if lab is None else ["--lab", lab]
+    out = subprocess.run([sys.executable, "-m", "tensorfabric", *argv, *place], check=True, capture_output=True,
+                         text=True, timeout=600).stdout
     return json.loads(out)  # type: ignore[no-any-return]
 
 

@@ -19,7 +19,7 @@ from tensorfabric.fsutil import atomic_write_json
 from tensorfabric.inference.runner import RunConfig, rank_entry
 from tensorfabric.inference.sampling import SamplingParams
 from tensorfabric.inference.tiny import make_tiny, tiny_config
-from tensorfabric.transfer.launch import spawn
+from tensorfabric.transfer.launch import Placement, launch
 
 MIB = 2**20
 
@@ -41,7 +41,10 @@ def main() -> None:
                         sampling=SamplingParams(max_new_tokens=4, stop_at_eos=False))
         rows = []
         for tp in (1, 2):
-            for r in spawn(rank_entry, tp, args=(replace(run, tp=tp),), timeout_s=600):
+            # Fresh local processes even for tp=1 (placement() would run one rank in this process): each rank's
+            # own RSS is the measurement.
+            where = Placement("local", tp, tp)
+            for r in launch(rank_entry, where, args=(replace(run, tp=tp),), timeout_s=600).values():
                 budget = 0.7 * model_bytes + r.rss_baseline_bytes
                 rows.append({"tp": tp, "rank": r.rank, "baseline_mib": r.rss_baseline_bytes / MIB,
                              "peak_mib": r.rss_peak_bytes / MIB,

@@ -26,10 +26,8 @@ counters are read around a NIXL-only run of known bytes. Writes benchmarks/resul
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +61,7 @@ def rank_body(reps: int, paths: tuple[str, ...], shapes: tuple[str, ...], blocks
     from tensorfabric.transfer.kv.transfer import KVReceiver, KVSender
 
     torch.set_num_threads(1)
-    log_path = _ucx_log_path()
+    log_path, _ = _ucx_log_path()  # its directory is under the launcher's scratch, removed with it
     group = init("gloo", timeout_s=300, environ=dict(os.environ), engine="torch")
     rank = group.rank
     role = "prefill" if rank == 0 else "decode"
@@ -227,27 +225,20 @@ def _spawned(rank: int, reps: int, paths: tuple[str, ...], shapes: tuple[str, ..
     return rank_body(reps, paths, shapes, blocks)
 
 
-def _argv(reps: int, paths: tuple[str, ...], shapes: tuple[str, ...], blocks: tuple[int, ...]) -> list[str]:
-    return [sys.executable, __file__, "--rank", "--reps", str(reps), "--paths", ",".join(paths),
-            "--shapes", ",".join(shapes), "--blocks", ",".join(map(str, blocks))]
-
-
 def _lab(reps: int) -> dict[str, Any]:
     from tensorfabric.lab.lab import Lab
+    from tensorfabric.transfer import launch, placement
 
-    def phase(lab: Lab, argv: list[str]) -> tuple[dict[str, Any], list[int]]:
-        before = _tx(lab.status())
-        procs = lab.spawn(argv, stdout=-1, stderr=-1, text=True)
-        outs = [p.communicate(timeout=1200) for p in procs]
-        after = _tx(lab.status())
-        if any(p.returncode for p in procs):
-            raise RuntimeError(f"lab ranks failed: {[err[-2000:] for _, err in outs]}")
-        return json.loads(outs[0][0]), [a - b for a, b in zip(after, before, strict=True)]
+    def phase(lab: Lab, *args: Any) -> tuple[dict[str, Any], list[int]]:
+        before = _tx(lab.status().to_dict())
+        rank0 = launch(_spawned, placement(os.environ, ranks=2, running_lab=lab.name), args=args, timeout_s=1200)[0]
+        after = _tx(lab.status().to_dict())
+        return rank0, [a - b for a, b in zip(after, before, strict=True)]
 
     with Lab(hosts=2, rate="1gbit") as lab:
         # Counter phase: NIXL only, Llama-3-8B shape, 512 tokens (64 MiB), block 16: known bytes on the wire.
-        counted, tx = phase(lab, _argv(reps, ("nixl",), ("llama3-8b",), (16,)))
-        raw, _ = phase(lab, _argv(reps, ("nixl", "send_recv"), tuple(SHAPES), BLOCKS))
+        counted, tx = phase(lab, reps, ("nixl",), ("llama3-8b",), (16,))
+        raw, _ = phase(lab, reps, ("nixl", "send_recv"), tuple(SHAPES), BLOCKS)
     moved = sum(r["kv_bytes"] * (len(r["times"]["nixl_write"]) + 1) for r in counted["rows"])
     return {"raw": raw, "counters": {"transport": counted["transport"], "nixl_payload_bytes": moved,
                                      "tx_bytes_per_host": tx, "h0_tx_over_payload": tx[0] / moved,
@@ -262,7 +253,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--where", choices=("loopback", "lab", "both"), default="both")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--paths", default="nixl,send_recv", help=argparse.SUPPRESS)
     ap.add_argument("--shapes", default=",".join(SHAPES), help=argparse.SUPPRESS)
     ap.add_argument("--blocks", default=",".join(map(str, BLOCKS)), help=argparse.SUPPRESS)
@@ -270,18 +260,14 @@ def main() -> None:
     args = ap.parse_args()
     paths, shapes = tuple(args.paths.split(",")), tuple(args.shapes.split(","))
     blocks = tuple(int(b) for b in args.blocks.split(","))
-    if args.rank:
-        result = rank_body(args.reps, paths, shapes, blocks)
-        if os.environ.get("RANK") == "0":
-            print(json.dumps(result))
-        return
-    from tensorfabric.transfer import spawn
+    from tensorfabric.transfer import launch, placement
 
     started = time.perf_counter()
     result: dict[str, Any] = {"benchmark": "kv_transfer", "reps": args.reps, "shapes": SHAPES,
                               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}}
     if args.where in ("loopback", "both"):
-        raw = spawn(_spawned, 2, args=(args.reps, paths, shapes, blocks), timeout_s=1800)[0]
+        where = placement(os.environ, ranks=2)
+        raw = launch(_spawned, where, args=(args.reps, paths, shapes, blocks), timeout_s=1800)[0]
         result["loopback"] = {"transport": raw["transport"], "setup_s": raw["setup_s"], "rows": summarize(raw)}
         _print("loopback", raw, result["loopback"]["rows"])
     missing = privileges_missing()

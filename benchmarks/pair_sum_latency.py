@@ -15,10 +15,8 @@ loopback; the output says which. Writes benchmarks/results/pair_sum_latency.json
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -59,17 +57,12 @@ def rank_body(rounds: int, iters: int) -> dict[str, Any]:
     return {name: {str(s): v for s, v in per.items()} for name, per in times.items()}
 
 
-def _run_lab(rounds: int, iters: int) -> dict[str, Any]:
-    from tensorfabric.lab.launch import run_ranks
+def _run(rounds: int, iters: int, lab: str | None) -> dict[str, Any]:
+    """Rank 0's timings: two local ranks, or one per host of the lab ``lab``."""
+    from tensorfabric.transfer import launch, placement
 
-    argv = [sys.executable, __file__, "--rank", "--rounds", str(rounds), "--iters", str(iters)]
-    return json.loads(run_ranks("2x1gbit", argv, timeout_s=900))  # type: ignore[no-any-return]
-
-
-def _run_loopback(rounds: int, iters: int) -> dict[str, Any]:
-    from tensorfabric.transfer import spawn
-
-    return spawn(_spawned, 2, args=(rounds, iters), timeout_s=900)[0]  # type: ignore[no-any-return]
+    where = placement(os.environ, ranks=2, lab=lab)
+    return launch(_spawned, where, args=(rounds, iters), timeout_s=900)[0]  # type: ignore[no-any-return]
 
 
 def _spawned(rank: int, rounds: int, iters: int) -> dict[str, Any]:
@@ -116,18 +109,12 @@ def main() -> None:
     ap.add_argument("--loopback", action="store_true", help="Two local ranks on loopback, no lab.")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=40)
-    ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS / "pair_sum_latency.json"))
     args = ap.parse_args()
-    if args.rank:
-        result = rank_body(args.rounds, args.iters)
-        if os.environ.get("RANK") == "0":
-            print(json.dumps(result))
-        return
     missing = "--loopback" if args.loopback else privileges_missing()
     where = f"loopback (no lab: {missing})" if missing else "lab 2x1gbit"
     started = time.perf_counter()
-    raw = _run_loopback(args.rounds, args.iters) if missing else _run_lab(args.rounds, args.iters)
+    raw = _run(args.rounds, args.iters, None if missing else "2x1gbit")
     rows = summarize(raw)
     result = {"benchmark": "pair_sum_latency", "where": where, "rounds": args.rounds, "iters": args.iters,
               "machine": {"cpus": os.cpu_count()}, "rows": rows, "wall_s": time.perf_counter() - started}

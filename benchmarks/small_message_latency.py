@@ -19,10 +19,8 @@ benchmarks/results/small_message_latency.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -92,30 +90,31 @@ def _spawned(rank: int, rounds: int, iters: int, sizes: tuple[int, ...]) -> dict
     return rank_body(rounds, iters, sizes)
 
 
-def _loopback(rounds: int, iters: int, sizes: tuple[int, ...]) -> dict[str, Any]:
-    from tensorfabric.transfer import spawn
+def _counted(rank: int) -> dict[str, Any]:
+    return counter_body()
 
-    return spawn(_spawned, 2, args=(rounds, iters, sizes), timeout_s=1800)[0]  # type: ignore[no-any-return]
+
+def _run(rounds: int, iters: int, sizes: tuple[int, ...], lab: str | None) -> dict[str, Any]:
+    """Rank 0's timings: two local ranks, or one per host of the lab ``lab``."""
+    from tensorfabric.transfer import launch, placement
+
+    where = placement(os.environ, ranks=2, lab=lab)
+    return launch(_spawned, where, args=(rounds, iters, sizes), timeout_s=1800)[0]  # type: ignore[no-any-return]
 
 
 def _lab(rounds: int, iters: int, sizes: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from tensorfabric.lab.lab import Lab
-    from tensorfabric.lab.launch import run_ranks
+    from tensorfabric.transfer import launch, placement
 
-    raw = json.loads(run_ranks("2x1gbit", [sys.executable, __file__, "--rank", "--rounds", str(rounds),
-                                           "--iters", str(iters), "--max-size", str(max(sizes))],
-                               timeout_s=1800))
+    raw = _run(rounds, iters, sizes, "2x1gbit")
+    # A lab of our own for the counted run, so its counters hold nothing else.
     with Lab(hosts=2, rate="1gbit") as lab:
-        before = _tx(lab.status())
-        procs = lab.spawn([sys.executable, __file__, "--rank", "--counters"], stdout=-1, stderr=-1, text=True)
-        outs = [p.communicate(timeout=600) for p in procs]
-        after = _tx(lab.status())
-    if any(p.returncode for p in procs):
-        raise RuntimeError(f"counter ranks failed: {[err[-1500:] for _, err in outs]}")
+        before = _tx(lab.status().to_dict())
+        info = launch(_counted, placement(os.environ, ranks=2, running_lab=lab.name), timeout_s=600)[0]
+        after = _tx(lab.status().to_dict())
     sent = [a - b for a, b in zip(after, before, strict=True)]
     # Two ranks: each sends its whole tensor to the other once per all_reduce.
     expected = COUNTER_CALLS * sum(COUNTER_SIZES)
-    info = json.loads(outs[0][0])
     return raw, {"calls_per_size": COUNTER_CALLS, "sizes": list(COUNTER_SIZES), "expected_bytes_per_rank": expected,
                  "tx_bytes_per_host": sent, "ratio": [s / expected for s in sent], **info}
 
@@ -154,21 +153,14 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--max-size", type=int, default=max(SIZES),
                     help="Largest size measured (bytes); 65536 keeps to the routed sizes.")
-    ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--counters", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS / "small_message_latency.json"))
     args = ap.parse_args()
     sizes = tuple(s for s in SIZES if s <= args.max_size)
-    if args.rank:
-        result = counter_body() if args.counters else rank_body(args.rounds, args.iters, sizes)
-        if os.environ.get("RANK") == "0":
-            print(json.dumps(result))
-        return
     started = time.perf_counter()
     result: dict[str, Any] = {"benchmark": "small_message_latency", "rounds": args.rounds, "iters": args.iters,
                               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}}
     if args.where in ("loopback", "both"):
-        raw = _loopback(args.rounds, args.iters, sizes)
+        raw = _run(args.rounds, args.iters, sizes, None)
         result["loopback"] = {"transport": raw["transport"], "rows": summarize(raw, sizes)}
         _print("loopback", raw["transport"], result["loopback"]["rows"])
     missing = privileges_missing()

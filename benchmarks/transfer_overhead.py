@@ -15,6 +15,7 @@ benchmarks/results/transfer_overhead.json.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -86,10 +87,12 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=3)
     args = parser.parse_args()
     from tensorfabric.fsutil import atomic_write_json
-    from tensorfabric.transfer import spawn
+    from tensorfabric.transfer import launch, placement
 
     t0 = time.time()
-    per_rank = spawn(rank_body, 2, args=(args.rounds, args.iters), timeout_s=1800)
+    per_rank = launch(rank_body, placement(os.environ, ranks=2), args=(args.rounds, args.iters), timeout_s=1800)
+    if 0 not in per_rank:
+        return 0  # a non-zero rank of a launched job: rank 0 reports
     rows = []
     paired: list[float] = []
     for mib in SIZES_MIB:

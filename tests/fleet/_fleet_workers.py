@@ -7,10 +7,10 @@ import signal
 import time
 from typing import Any
 
-from tensorfabric.fleet.online import FleetConfig, fleet_rank
+from tensorfabric.fleet.online import FleetConfig, RoundHook, fleet_rank
 
 
-def misbehaving_rank(rank: int, config: FleetConfig) -> Any:
+def misbehaving_rank(rank: int, config: FleetConfig, *, on_round: RoundHook | None = None) -> Any:
     """Rank 1 joins the rendezvous and then hangs; rank 2 joins and is killed; the others run the fleet."""
     if rank in (1, 2):
         from tensorfabric.transfer.group import init
@@ -19,4 +19,4 @@ def misbehaving_rank(rank: int, config: FleetConfig) -> Any:
         if rank == 2:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(600)
-    return fleet_rank(rank, config)
+    return fleet_rank(rank, config, on_round=on_round)

@@ -9,8 +9,7 @@ import pytest
 
 from tensorfabric.cli.main import main
 from tensorfabric.errors import InputError
-from tensorfabric.fleet.launch import rank_variables
-from tensorfabric.transfer.launch import free_port
+from tensorfabric.transfer.launch import free_port, rank_variables
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fleet"
 DS = FIXTURES / "daemonset"

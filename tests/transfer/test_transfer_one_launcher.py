@@ -33,19 +33,30 @@ TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADD
             "MASTER_PORT": "29500"}
 
 
-def _starts_ranks(tree: ast.AST) -> list[str]:
+RUNNERS = {"spawn", "run_lab", "run_ranks", "run_distributed"}
+"""The targets' own entry points: called only by the launcher (``launch``), re-exported only by package
+``__init__`` modules."""
+RUNNER_HOMES = {"tensorfabric.transfer", "tensorfabric.transfer.launch", "tensorfabric.transfer.spawn",
+                "tensorfabric.lab", "tensorfabric.lab.launch"}
+
+
+def _starts_ranks(tree: ast.AST, *, reexports: bool = False) -> list[str]:
     """What in ``tree`` starts processes the way a launcher does: multiprocessing contexts and processes (and
-    their Queue, whose named semaphore a killed job leaves behind), or a command line running a lab rank."""
+    their Queue, whose named semaphore a killed job leaves behind), a command line running a lab rank, a lab's
+    ``spawn``, or a target's runner imported past :func:`launch` (``reexports``: a package's public names)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("multiprocessing"):
             names = {a.name for a in node.names} & {"Process", "Queue", "get_context", "Pool", "SimpleQueue"}
             found += [f"line {node.lineno}: from {node.module} import {n}" for n in sorted(names)]
+        if isinstance(node, ast.ImportFrom) and node.module in RUNNER_HOMES and not reexports:
+            names = {a.name for a in node.names} & RUNNERS
+            found += [f"line {node.lineno}: from {node.module} import {n}" for n in sorted(names)]
         if not isinstance(node, ast.Call):
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name == "get_context" or (name == "Process" and isinstance(func, ast.Attribute)):
+        if name == "get_context" or (name in ("Process", "spawn") and isinstance(func, ast.Attribute)):
             found.append(f"line {node.lineno}: {ast.unparse(func)}(")
         for arg in ast.walk(node):
             if isinstance(arg, ast.Constant) and arg.value == "tensorfabric.lab.rank" and name not in ("print",):
@@ -61,15 +72,19 @@ def _sources() -> list[Path]:
 def test_no_module_outside_the_launcher_starts_rank_processes() -> None:
     offenders = {str(path.relative_to(ROOT)): hits for path in _sources()
                  if path not in LAUNCHERS | NOT_RANKS
-                 and (hits := _starts_ranks(ast.parse(path.read_text(), str(path))))}
-    assert offenders == {}, "start ranks through tensorfabric.transfer.launch.launch (or spawn), not by hand"
+                 and (hits := _starts_ranks(ast.parse(path.read_text(), str(path)),
+                                            reexports=path.name == "__init__.py"))}
+    assert offenders == {}, "start ranks through tensorfabric.transfer.launch.launch, not by hand"
 
 
 def test_the_scan_finds_what_it_forbids() -> None:
     code = ("import multiprocessing as mp\nq = mp.get_context('spawn').Queue()\n"
             "from multiprocessing import Process\nctx.Process(target=f)\n"
-            "lab.popen(h, [sys.executable, '-m', 'tensorfabric.lab.rank', job])\n")
-    assert len(_starts_ranks(ast.parse(code))) == 4
+            "lab.popen(h, [sys.executable, '-m', 'tensorfabric.lab.rank', job])\n"
+            "from tensorfabric.transfer import init, spawn\nfrom tensorfabric.lab.launch import run_ranks\n"
+            "lab.spawn([sys.executable, __file__, '--rank'])\n")
+    assert len(_starts_ranks(ast.parse(code))) == 7
+    assert len(_starts_ranks(ast.parse(code), reexports=True)) == 5
     assert _starts_ranks(ast.parse((SRC / "transfer" / "spawn.py").read_text()))  # the launcher itself does
 
 
@@ -117,8 +132,33 @@ def test_a_lab_spec_places_one_rank_per_host_at_its_link_rate() -> None:
     where = placement({}, ranks=1, lab="3x100mbit", lab_name="t1")
     assert (where.kind, where.ranks, where.local_ranks, where.spec, where.name, where.rate_bps) == \
         ("lab", 3, 3, "3x100mbit", "t1", 100e6)
+    assert where.hosts == ("h0", "h1", "h2")
     with pytest.raises(InputError):
         placement({}, ranks=1, lab="three-hosts")
+
+
+def test_a_running_lab_that_does_not_exist_is_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TENSORFABRIC_LAB_DIR", str(tmp_path))
+    with pytest.raises(InputError, match="lab 'nolab' does not exist"):
+        placement({}, ranks=1, running_lab="nolab")
+
+
+def test_variables_for_one_host_need_named_hosts() -> None:
+    with pytest.raises(InputError, match="use a lab"):
+        launch(workers.chatty, placement({}, ranks=1), args=(0,), host_env={"h1": {"X": "1"}})
+
+
+def test_an_authority_ends_the_wait_for_ranks_a_grace_after_it_exits() -> None:
+    from tensorfabric.lab.launch import wait_ranks
+
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    codes = wait_ranks([lambda: 0 if now[0] > 1 else None, lambda: 1, lambda: None], timeout_s=100, grace_s=2,
+                       authority=0, clock=lambda: now[0], sleep=sleep)
+    assert codes == [0, 1, None] and 3.0 <= now[0] < 3.2  # rank 1's failure alone started no grace
 
 
 # --- launch ------------------------------------------------------------------------------------------------------
@@ -181,3 +221,47 @@ def test_a_lab_failure_is_the_launchers_one_failure_type_with_its_own_line() -> 
     assert isinstance(_target_error(_lab_failure(input_error=True)), SpawnInputError)
     plain = LabError("lab 2x1gbit: could not build")
     assert _target_error(plain) is plain  # not a rank failure: unchanged
+
+
+# --- the lab target (root) ---------------------------------------------------------------------------------------
+
+IN_A_RUNNING_LAB = """
+import os, sys, time
+from tensorfabric.lab import Lab
+from tensorfabric.transfer.launch import launch, placement
+
+def where_am_i(rank, delay):
+    if rank == 2:
+        time.sleep(delay)  # a straggler: stopped a grace after rank 0 answered
+    return os.environ["TENSORFABRIC_LAB_HOST"], os.environ.get("TF_TEST_MARK")
+
+if __name__ == "__main__":
+    with Lab(hosts=3, rate="1gbit", name=sys.argv[1]) as lab:
+        where = placement(os.environ, ranks=1, running_lab=lab.name)
+        started = time.monotonic()
+        print(sorted(launch(where_am_i, where, args=(600,), authority=0, grace_s=1, timeout_s=60,
+                            host_env={"h1": {"TF_TEST_MARK": "odd"}}).items()), where.hosts)
+        print(f"{time.monotonic() - started:.1f}", lab.exec("h0", ["true"]).returncode)  # still up after it
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_running_lab_runs_a_scripts_own_function_with_one_hosts_variables(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tensorfabric.lab.netlink import privileges_missing
+
+    if privileges_missing():
+        pytest.skip(f"a lab needs namespaces: {privileges_missing()}")
+    script = tmp_path / "in_lab.py"
+    script.write_text(IN_A_RUNNING_LAB)
+    env = {**os.environ, "TENSORFABRIC_LAB_DIR": str(tmp_path / "state"), "PYTHONPATH": str(SRC.parent)}
+    done = subprocess.run([sys.executable, str(script), f"ol{os.getpid() % 100000}"], env=env, capture_output=True,
+                          text=True, timeout=100, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results, seconds = done.stdout.splitlines()
+    assert results == ("[(0, ('h0', None)), (1, ('h1', 'odd'))] ('h0', 'h1', 'h2')")
+    assert float(seconds.split()[0]) < 30 and seconds.split()[1] == "0"  # not the straggler's 600 s
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == []  # the lab is gone

@@ -18,6 +18,7 @@ import click
 from tensorfabric.cli._common import RATE, SIZE, console, emit_json, render_findings
 from tensorfabric.cli._options import count, json_option, timeout_option
 from tensorfabric.errors import InputError
+from tensorfabric.transfer.engines import ENGINE_CHOICES
 
 if TYPE_CHECKING:
     from tensorfabric.fleet.check import FleetReport
@@ -65,7 +66,7 @@ def _parse_host_env(items: tuple[str, ...]) -> dict[str, dict[str, str]]:
               help="Timed bulk transfers per direction of each pair; the best counts.")
 @timeout_option("120s", "How long any step may wait for a peer (rendezvous, the reports, each exchange); a rank "
                         "that misses it is named and the hosts that answered are reported.")
-@click.option("--engine", type=click.Choice(["auto", "torch", "nixl"]), default="auto", show_default=True,
+@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="auto", show_default=True,
               help="Small messages through NIXL (auto: when installed) or Gloo; bulk always through Gloo.")
 @click.option("-g", "--nproc", type=count(1, 256), default=None,
               help="Rehearse with this many local ranks on this machine (not under a launcher).")
@@ -95,37 +96,25 @@ def cli(ctx: click.Context, pairs: str, line_rate: float | None, bulk_bytes: int
     """
     if ctx.invoked_subcommand is not None:
         return None
-    from tensorfabric.fleet.launch import rank_variables, run_in_lab, run_local
-    from tensorfabric.fleet.online import FleetConfig, fleet_rank
+    from tensorfabric.cli._common import progress
+    from tensorfabric.fleet.launch import run_fleet
+    from tensorfabric.fleet.online import FleetConfig
+    from tensorfabric.fleet.schedule import schedule
+    from tensorfabric.transfer.launch import placement
 
     config = FleetConfig(pairs=pairs, bulk_bytes=bulk_bytes, pings=pings, repeats=repeats, timeout_s=timeout_s,
-                         engine=engine,
-                         line_rate_bps=line_rate, sysfs_root=sysfs_root)
+                         engine=engine, line_rate_bps=line_rate, sysfs_root=sysfs_root)
     envs = _parse_host_env(host_env)
     if envs and lab_spec is None and lab_name is None:
         raise InputError("--host-env sets a variable in one lab host's rank: use it with --lab or --lab-name")
-    if lab_spec is not None or lab_name is not None:
-        report = run_in_lab(config, lab_name=lab_name, spec=lab_spec, host_env=envs)
-    else:
-        launched = rank_variables(os.environ) if nproc is None else None
-        if launched is None:
-            report = run_local(config, nproc or 1)
-        else:
-            # torch.distributed's env:// rendezvous reads the process environment: this is where the CLI
-            # translates Slurm's or MPI's rank variables into the names it reads.
-            os.environ.update(launched)
-            from tensorfabric.cli._common import progress
-            from tensorfabric.fleet.schedule import schedule
-
-            rank = int(os.environ["RANK"])
-            rounds = len(schedule(max(int(os.environ["WORLD_SIZE"]), 1), pairs).rounds)
-            with progress("fleet rounds", rounds, enabled=None if rank == 0 else False) as advance:
-                outcome = fleet_rank(rank, config, on_round=lambda done, total: advance(1))
-            from tensorfabric.fleet.check import FleetReport
-
-            if not isinstance(outcome, FleetReport):
-                return 0  # rank 0 reports for everyone
-            report = outcome
+    # --lab-name alone is a lab already up (`tensorfabric lab up NAME`); with --lab, the name of the one it builds.
+    where = placement(os.environ, ranks=nproc or 1, lab=lab_spec, lab_name=lab_name,
+                      running_lab=lab_name if lab_spec is None else None)
+    rounds = len(schedule(where.ranks, pairs).rounds)
+    with progress("fleet rounds", rounds, enabled=None if where.rank == 0 else False) as advance:
+        report = run_fleet(config, where, host_env=envs, on_round=lambda: advance(1))
+    if report is None:
+        return 0  # rank 0 reports for everyone
     return _render(report, as_json, fmt, npd_host, max_length)
 
 

@@ -3,8 +3,8 @@
 * :func:`check_fleet` runs the fleet rules (:data:`RULES`) over :class:`HostReport` records -- from
   :func:`read_reports` (``fleet check FILE|DIR``) or gathered online by :func:`fleet_rank`.
 * :func:`round_robin` / :func:`ring` / :func:`schedule`: which pairs the data-path test measures, in which rounds.
-* :func:`run_local`, :func:`run_in_lab`: start the ranks on this machine or in a lab; under torchrun, Slurm or
-  Open MPI every process calls :func:`fleet_rank` itself.
+* :func:`run_fleet`: the ranks through the one launcher, wherever :func:`tensorfabric.transfer.launch.placement`
+  puts them (inside a torchrun, Slurm or Open MPI job, in this process, as local processes, or in a lab).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def __getattr__(name: str) -> object:
         from tensorfabric.fleet import online
 
         return getattr(online, name)
-    if name in ("run_local", "run_in_lab"):
+    if name == "run_fleet":
         from tensorfabric.fleet import launch
 
         return getattr(launch, name)

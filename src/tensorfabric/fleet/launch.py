@@ -1,41 +1,35 @@
-"""Start the fleet's ranks: under a cluster launcher (torchrun, Slurm, Open MPI), as local processes, or one per
-host of a lab; and wait for rank 0's report.
+"""The fleet's ranks through the one launcher (:func:`tensorfabric.transfer.launch.launch`), wherever
+:func:`~tensorfabric.transfer.launch.placement` put them: inside a cluster job (torchrun, Slurm, Open MPI), in this
+process, as local processes, or one per host of a lab.
 
 Rank 0 is the authority: once it has returned its :class:`~tensorfabric.fleet.check.FleetReport` (which names any
 rank that did not answer), the other ranks get a short grace to finish and are then stopped. So a hung or killed
 rank costs one ``--timeout``, not the launcher's whole budget, and the hosts that answered are still reported.
-
-Launchers that are not torchrun set their own variables; :func:`rank_variables` (the one launcher's,
-:mod:`tensorfabric.transfer.launch`) maps them to the torchrun names that torch.distributed's ``env://``
-rendezvous reads:
-
-    Slurm ``srun``      SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (MASTER_ADDR/MASTER_PORT must be exported)
-    Open MPI            OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
-    MPICH / Intel MPI   PMI_RANK, PMI_SIZE (MPI_LOCALRANKID)
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
-from tensorfabric.errors import InputError, TransferError
+from tensorfabric.errors import TransferError
 from tensorfabric.fleet.check import FleetReport
-from tensorfabric.fleet.online import LAB_HOST_ENV, FleetConfig, fleet_rank
+from tensorfabric.fleet.online import FleetConfig, RoundHook, fleet_rank
 from tensorfabric.fleet.schedule import schedule
-from tensorfabric.signals import terminate_as_interrupt
-from tensorfabric.transfer.launch import Placement, SpawnError, launch
-from tensorfabric.transfer.launch import rank_variables as rank_variables
+from tensorfabric.transfer.launch import Placement, SpawnError, launch, post
 
-__all__ = ["FleetLaunchError", "launch_budget_s", "rank_variables", "run_in_lab", "run_local"]
+__all__ = ["FleetLaunchError", "RankFn", "launch_budget_s", "run_fleet"]
 
 _GRACE_S = 3.0
 
 
-RankFn = Callable[[int, FleetConfig], Any]
+class RankFn(Protocol):
+    """What each rank runs: :func:`~tensorfabric.fleet.online.fleet_rank` or a module-level function wrapping it
+    (the tests' misbehaving ranks); ``on_round(done, total)`` after each pair round."""
+
+    def __call__(self, rank: int, config: FleetConfig, *, on_round: RoundHook | None = None) -> Any: ...
 
 
 class FleetLaunchError(TransferError):
@@ -52,89 +46,43 @@ def launch_budget_s(config: FleetConfig, ranks: int) -> float:
     return 120.0 + config.timeout_s * (4 + ranks) + rounds * min(exchanges * config.timeout_s, 3600.0)
 
 
-# -- local processes ----------------------------------------------------------------------------------------
-def run_local(config: FleetConfig, nprocs: int, *, env: Mapping[str, str] | None = None,
-              budget_s: float | None = None, rank_fn: RankFn = fleet_rank) -> FleetReport:
-    """``nprocs`` ranks as local processes (a rehearsal on one machine: every host is this one). ``rank_fn`` (a
-    module-level function, :func:`fleet_rank` or one that wraps it) is what each process runs."""
-    if nprocs < 1:
-        raise InputError(f"--nproc: {nprocs} must be at least 1")
-    budget = budget_s if budget_s is not None else launch_budget_s(config, nprocs)
+def run_fleet(config: FleetConfig, where: Placement, *, host_env: Mapping[str, Mapping[str, str]] | None = None,
+              env: Mapping[str, str] | None = None, rank_fn: RankFn = fleet_rank, budget_s: float | None = None,
+              on_round: Callable[[], None] | None = None) -> FleetReport | None:
+    """Rank 0's report with ``launch_s`` in its timings (None on the other ranks of a launched job: rank 0
+    reports for everyone). ``host_env`` adds variables to one lab host's rank (rehearsing a misconfigured host);
+    ``on_round()`` is called as rank 0 finishes each pair round. A missing report is :class:`FleetLaunchError`."""
     started = time.monotonic()
+    budget = budget_s if budget_s is not None else launch_budget_s(config, where.ranks)
     try:
-        # Rank 0 is the authority: its report ends the launch, whatever became of the others.
-        values = launch(rank_fn, Placement("local", nprocs, nprocs), args=(config,), timeout_s=budget,
-                        grace_s=_GRACE_S, env=env, authority=0)
+        values = launch(_rank, where, args=(rank_fn, config), timeout_s=budget, grace_s=_GRACE_S, env=env,
+                        host_env=host_env, authority=0,
+                        on_message=None if on_round is None else lambda rank, _: on_round() if rank == 0 else None)
     except SpawnError as exc:
         cause = exc.causes.get(0) or next(iter(exc.causes.values()))
         why = f"{cause.error}: {cause.message}" if cause.error else f"rank 0 {cause.message}"
         error = FleetLaunchError(f"rank 0 gave no report: {why}", op="fleet")
         error.add_note(cause.detail)
         raise error from None
-    return _finish(values[0], started)
-
-
-def _finish(report: Any, started: float) -> FleetReport:
+    report = values.get(0)
+    if where.launched and where.rank != 0:
+        return None
     assert isinstance(report, FleetReport), f"rank 0 returned {type(report).__name__}, not a FleetReport"
-    return replace(report, timings={"launch_s": time.monotonic() - started, **report.timings})
+    missing = tuple(_host_label(m, dict(enumerate(where.hosts))) for m in report.missing)
+    return replace(report, missing=missing, timings={"launch_s": time.monotonic() - started, **report.timings})
 
 
-# -- lab hosts ----------------------------------------------------------------------------------------------
-def run_in_lab(config: FleetConfig, *, lab_name: str | None = None, spec: str | None = None,
-               host_env: Mapping[str, Mapping[str, str]] | None = None,
-               state_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-               python: str | None = None) -> FleetReport:
-    """One rank per host of a lab: the existing lab ``lab_name`` (``tensorfabric lab up``), or a fresh ``spec``
-    (``8x1gbit``) built for this run and torn down after it. ``host_env`` adds variables to one host's rank only
-    (rehearsing a misconfigured host)."""
-    from tensorfabric.lab.lab import Lab
-    from tensorfabric.lab.spec import parse_short_spec
-
-    if spec is None and lab_name is None:
-        raise InputError("a lab run needs --lab SPEC (a fresh lab) or --lab-name NAME (an existing one)")
-    started = time.monotonic()
-    with terminate_as_interrupt():
-        if spec is not None:
-            hosts, rate = parse_short_spec(spec)
-            lab = Lab(hosts=hosts, rate=rate, name=lab_name, state_dir=state_dir)
-            lab.up()
-        else:
-            assert lab_name is not None
-            lab = Lab.attach(lab_name, state_dir=state_dir)
-        bring_up = time.monotonic() - started
-        try:
-            unknown = sorted(set(host_env or {}) - set(lab.hosts))
-            if unknown:
-                raise InputError(f"--host-env: {', '.join(unknown)} is not a host of lab {lab.name!r} "
-                                 f"(hosts: {', '.join(lab.hosts)})")
-            return _lab_ranks(lab, config, host_env or {}, env, python, started, bring_up)
-        finally:
-            if spec is not None:
-                lab.down()
-            else:
-                lab.kill_processes()
+def _rank(rank: int, rank_fn: RankFn, config: FleetConfig) -> Any:
+    return rank_fn(rank, config, on_round=_post_round)
 
 
-def _lab_ranks(lab: Any, config: FleetConfig, host_env: Mapping[str, Mapping[str, str]],
-               env: Mapping[str, str] | None, python: str | None, started: float, bring_up: float) -> FleetReport:
-    from tensorfabric.lab.launch import run_in
-
-    budget = launch_budget_s(config, len(lab.hosts))
-    envs = {host: {**host_env.get(host, {}), LAB_HOST_ENV: host} for host in lab.hosts}
-    # Rank 0 is the authority, as for local ranks: its report ends the launch.
-    results = run_in(lab, fleet_rank, (config,), timeout_s=budget, grace_s=_GRACE_S, env=env, host_env=envs,
-                     python=python)
-    report = results[0]
-    assert isinstance(report, FleetReport), f"rank 0 returned {type(report).__name__}"
-    hosts = dict(enumerate(lab.hosts))
-    missing = tuple(_lab_name(m, hosts) for m in report.missing)
-    timings = {"bring_up_s": bring_up, "launch_s": time.monotonic() - started - bring_up, **report.timings}
-    return replace(report, missing=missing, timings=timings)
+def _post_round(done: int, total: int) -> None:
+    post(("round", done, total))
 
 
-def _lab_name(label: str, hosts: Mapping[int, str]) -> str:
+def _host_label(label: str, hosts: Mapping[int, str]) -> str:
+    """``rank 3`` as ``h3 (rank 3)`` where the placement names the rank's host."""
     head, _, number = label.partition(" ")
     if head == "rank" and number.isdecimal() and int(number) in hosts:
         return f"{hosts[int(number)]} (rank {number})"
     return label
-

@@ -3,7 +3,8 @@
 Importing this package does not import torch; the submodules import it where they need it.
 
 * :mod:`~tensorfabric.transfer.group` -- ``init()``, ``Group`` (rank table, mesh subgroups, collectives).
-* :mod:`~tensorfabric.transfer.launch` -- ``spawn()`` local ranks with a torchrun-style environment.
+* :mod:`~tensorfabric.transfer.launch` -- the one launcher: ``placement()`` decides where ranks run (inside a
+  launched job, in this process, as local processes, or in a lab) and ``launch(fn, where)`` runs them there.
 * :mod:`~tensorfabric.transfer.codecs` -- ``get_codec("int8" | "int4" | "fp8" | "none", block=64)``.
 * :mod:`~tensorfabric.transfer.compressed` -- the quantized all_reduce / all_gather and their error bounds.
 * :mod:`~tensorfabric.transfer.bucket` -- flat buckets of many small tensors.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from tensorfabric.transfer.codecs import get_codec
 from tensorfabric.transfer.group import Group, Handle, RankEntry, SendRecv, init
-from tensorfabric.transfer.launch import SpawnError, free_port, spawn, under_torchrun
+from tensorfabric.transfer.launch import Placement, SpawnError, free_port, launch, placement, spawn, under_torchrun
 from tensorfabric.transfer.stats import GroupStats, OpStat
 
 __all__ = [
@@ -29,12 +30,15 @@ __all__ = [
     "GroupStats",
     "Handle",
     "OpStat",
+    "Placement",
     "RankEntry",
     "SendRecv",
     "SpawnError",
     "free_port",
     "get_codec",
     "init",
+    "launch",
+    "placement",
     "spawn",
     "under_torchrun",
 ]

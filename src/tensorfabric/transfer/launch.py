@@ -6,8 +6,9 @@ Four places, one contract (``fn(rank, *args)`` picklable at module level, result
   PMI launcher; :func:`rank_variables` maps their variables to torchrun's): ``fn`` runs here as that rank;
 * ``inprocess`` -- a world of one rank: ``fn(0, *args)`` runs here, no process is started;
 * ``local`` -- ``N`` fresh local processes (:func:`spawn`, below);
-* ``lab`` -- one rank per host of a network-namespace lab: the target registered in :data:`TARGETS` as
-  ``lab`` (:mod:`tensorfabric.lab.launch`).
+* ``lab`` -- one rank per host of a network-namespace lab, built for the run from a spec (``2x1gbit``) or one
+  already running (``tensorfabric lab up NAME``): the target registered in :data:`TARGETS` as ``lab``
+  (:mod:`tensorfabric.lab.launch`).
 
 A rank may send the launcher messages while it runs (:func:`post`, e.g. rank 0's tokens as they are generated):
 over its result pipe when spawned, straight to the callback in process or inside a job.
@@ -82,14 +83,16 @@ def rank_variables(environ: Mapping[str, str]) -> dict[str, str] | None:
 class LaunchTarget(Protocol):
     """Somewhere ranks run that is not this machine's processes (the lab): registered in :data:`TARGETS`."""
 
-    def shape(self, spec: str) -> tuple[int, float]:
-        """(ranks, link rate in bit/s) of ``spec``; InputError when it is malformed."""
+    def hosts(self, spec: str | None, name: str | None) -> tuple[tuple[str, ...], float]:
+        """Each rank's host name and the link rate in bit/s, for ``spec`` (built for the run and named ``name``)
+        or, without one, the running place called ``name``; InputError when it is malformed or unknown."""
 
-    def run(self, fn: Callable[..., Any], args: Sequence[Any], spec: str, *, name: str | None, timeout_s: float,
-            grace_s: float | None, env: Mapping[str, str] | None) -> list[Any]:
-        """``fn(rank, *args)`` once per rank; the results in rank order. A rank failure is an error with
-        ``causes`` (rank -> (class, message, detail, raised InputError)), ``first`` and ``detail()``: the
-        launcher raises it as a :class:`SpawnError`."""
+    def run(self, fn: Callable[..., Any], args: Sequence[Any], spec: str | None, *, name: str | None,
+            timeout_s: float, grace_s: float | None, env: Mapping[str, str] | None,
+            host_env: Mapping[str, Mapping[str, str]] | None, authority: int | None) -> dict[int, Any]:
+        """``fn(rank, *args)`` once per rank; the results by rank. A rank failure is an error with ``causes``
+        (rank -> (class, message, detail, raised InputError)), ``first`` and ``detail()``: the launcher raises
+        it as a :class:`SpawnError`."""
 
 
 TARGETS: Registry[LaunchTarget] = Registry("launch target", lazy={"lab": "tensorfabric.lab.launch:LAB"})
@@ -113,9 +116,11 @@ class Placement:
     env: Mapping[str, str] = field(default_factory=dict)
     """Torchrun variables a ``job`` rank adds to its environment (a Slurm or MPI job sets its own names)."""
     spec: str | None = None
-    """The lab's spec (``2x1gbit``)."""
+    """The lab's spec (``2x1gbit``); None with a ``name``: a lab already running."""
     name: str | None = None
     """The lab's name (None: derived from the process id)."""
+    hosts: tuple[str, ...] = ()
+    """Each rank's host name, where the target names them (the lab's ``h0``, ``h1``, ...)."""
     rate_bps: float | None = None
     """The link rate between ranks when it is known (the lab's)."""
 
@@ -125,20 +130,23 @@ class Placement:
         return self.kind == "job"
 
 
-def placement(environ: Mapping[str, str], *, ranks: int, lab: str | None = None,
-              lab_name: str | None = None) -> Placement:
+def placement(environ: Mapping[str, str], *, ranks: int, lab: str | None = None, lab_name: str | None = None,
+              running_lab: str | None = None) -> Placement:
     """Where ``ranks`` ranks run: inside the job that launched this process when there is one (whatever
-    ``ranks`` and ``lab`` say), else one rank per host of the lab ``lab``, else in this process (one rank), else
-    as local processes."""
+    ``ranks`` and the lab say), else one rank per host of a lab -- built from the spec ``lab`` (named
+    ``lab_name``) or the running lab ``running_lab`` (``tensorfabric lab up NAME``) --, else in this process (one
+    rank), else as local processes."""
     job = _job(environ, single=False)
     if job is not None:
         launcher, variables = job
         merged = {**environ, **variables}
         local = next((merged[k] for k in _LOCAL_SIZES if merged.get(k, "").isdecimal()), "1")
         return Placement("job", int(merged["WORLD_SIZE"]), int(local), int(merged["RANK"]), launcher, variables)
-    if lab is not None:
-        hosts, rate = TARGETS.get("lab").shape(lab)
-        return Placement("lab", hosts, hosts, launcher="lab", spec=lab, name=lab_name, rate_bps=rate)
+    if lab is not None or running_lab is not None:
+        name = lab_name if lab is not None else running_lab
+        hosts, rate = TARGETS.get("lab").hosts(lab, name)
+        return Placement("lab", len(hosts), len(hosts), launcher="lab", spec=lab, name=name, rate_bps=rate,
+                         hosts=hosts)
     if ranks < 1:
         raise TransferError(f"nprocs: {ranks!r} must be a positive integer such as 2", op="spawn")
     return Placement("inprocess" if ranks == 1 else "local", ranks, ranks)
@@ -151,17 +159,21 @@ def _here(fn: Callable[..., Any], rank: int, args: Sequence[Any], on_message: On
 
 def launch(fn: Callable[..., Any], where: Placement, *, args: Sequence[Any] = (), timeout_s: float = 120.0,
            grace_s: float | None = None, env: Mapping[str, str] | None = None,
-           on_message: OnMessage | None = None, authority: int | None = None) -> dict[int, Any]:
+           on_message: OnMessage | None = None, authority: int | None = None,
+           host_env: Mapping[str, Mapping[str, str]] | None = None) -> dict[int, Any]:
     """Run ``fn(rank, *args)`` on every rank of ``where``; the results this process holds, by rank (every rank's,
     or only its own inside a launched job).
 
     ``fn`` and ``args`` must be picklable (a module-level function). A failure is a :class:`SpawnError` with each
     rank's cause (inside a job, what ``fn`` raised). ``env`` is added to the environment of the processes
     started; ``grace_s`` is how long the others may finish after a first failure (None: the target's default,
-    2 s locally, 15 s in the lab); ``on_message(rank, message)`` receives what ranks :func:`post`. With
-    ``authority`` (local ranks), that rank's result ends the launch: the others get ``grace_s`` and are then
-    stopped without failing it.
+    2 s locally, 15 s in the lab); ``on_message(rank, message)`` receives what ranks :func:`post` (not from a
+    lab's ranks). With ``authority``, that rank's result ends the launch: the others get ``grace_s`` and are then
+    stopped without failing it. ``host_env`` adds variables to the rank on one named host (``where.hosts``: a
+    lab's); InputError elsewhere.
     """
+    if host_env and where.kind != "lab":
+        raise InputError("variables for one host's rank (--host-env) need ranks on named hosts: use a lab")
     if where.kind in ("job", "inprocess"):
         if where.kind == "job":
             # torch.distributed's env:// rendezvous reads the process environment: a Slurm or MPI rank needs
@@ -169,13 +181,11 @@ def launch(fn: Callable[..., Any], where: Placement, *, args: Sequence[Any] = ()
             os.environ.update(where.env)
         return {where.rank: _here(fn, where.rank, args, on_message)}
     if where.kind == "lab":
-        assert where.spec is not None
         try:
-            values = TARGETS.get("lab").run(fn, args, where.spec, name=where.name, timeout_s=timeout_s,
-                                            grace_s=grace_s, env=env)
+            return TARGETS.get("lab").run(fn, args, where.spec, name=where.name, timeout_s=timeout_s,
+                                          grace_s=grace_s, env=env, host_env=host_env, authority=authority)
         except TensorFabricError as exc:
             raise _target_error(exc) from exc
-        return dict(enumerate(values))
     return dict(enumerate(spawn(fn, where.ranks, args=args, timeout_s=timeout_s, env=env,
                                 grace_s=2.0 if grace_s is None else grace_s, on_message=on_message,
                                 authority=authority)))
