@@ -14,7 +14,7 @@ import tensorfabric.inference.tokenizer as tokenizer
 from report_inputs import GOLDEN, TINY_DIR, disagg_config, disagg_results, rank_result, run_config, texts
 from tensorfabric.cli._common import PIPE_WIDTH
 from tensorfabric.cli.run import render, render_disaggregated
-from tensorfabric.inference.disagg_report import DisaggReport, _report, lab_report, summarize_disagg
+from tensorfabric.inference.disagg_report import DisaggReport, disagg_report, summarize_disagg
 from tensorfabric.inference.report import RunReport, run_report
 
 
@@ -69,7 +69,7 @@ class _Tok:
 def _disagg(monkeypatch: pytest.MonkeyPatch, requests: int, prefill: int, rate: float | None) -> DisaggReport:
     monkeypatch.setattr(tokenizer, "load_tokenizer", lambda directory: _Tok(requests))
     results, cfg = disagg_results(requests, prefill), disagg_config(requests, prefill)
-    return lab_report(results, cfg, rate) if rate else _report(results, cfg)
+    return disagg_report(results, cfg, rate)
 
 
 CASES = [("disagg", 2, 2, None), ("disagg_one", 1, 1, None), ("disagg_lab", 2, 2, 1e9)]
@@ -99,3 +99,4 @@ def test_disaggregated_record_figures(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = json.loads(report.to_json())
     assert doc["mode"] == "disaggregated" and list(doc["transports"]) == ["prefill0", "prefill1", "decode0"]
     assert doc["text_shown"][1] == "tab\\x09here\\x1b[2J"  # control bytes escaped for the terminal
+

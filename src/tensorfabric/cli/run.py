@@ -124,7 +124,7 @@ def _save_logits(path: Path, result: RankResult) -> None:
 
 def _disaggregated(cfg: RunConfig, split: str, prefill_tp: int, decode_tp: int, environ: dict[str, str],
                    lab_spec: str | None, lab_name: str | None, as_json: bool) -> int:
-    from tensorfabric.inference.disagg_report import plan_disagg, run_disaggregated
+    from tensorfabric.inference.jobs import plan_disagg, run_disaggregated
 
     plan = plan_disagg(cfg, split, prefill_tp, decode_tp)
     report = run_disaggregated(plan, environ=environ, lab=lab_spec, lab_name=lab_name)
@@ -207,23 +207,14 @@ def _config(directory: Path, tp: int, prompts: tuple[str, ...], chat: bool, logi
 
 def _colocated(cfg: RunConfig, directory: Path, where: Placement, show: bool) -> tuple[dict[int, RankResult], bool]:
     """Every rank's result of a colocated run wherever ``where`` puts it, and whether the text is on screen."""
-    from tensorfabric.inference.runner import prepare, rank_entry
-    from tensorfabric.transfer.launch import launch as launch_ranks
+    from tensorfabric.inference.jobs import check_run, launch_run, streams_here
 
-    if not where.launched:
-        prepare(cfg, world_size=where.ranks)  # bad input is exit 2 here, before any rank starts
-    # A namespace's rank 0 has no terminal: it draws no bars and its text comes back with its result.
-    lab = where.kind == "lab"
-    streaming = not lab and where.rank == 0
-
-    def launch(on_message: Callable[[int, Any], None]) -> dict[int, RankResult]:
-        # --timeout bounds the whole run: a stopped or hung rank ends it at the timeout, grace included
-        return launch_ranks(rank_entry, where, args=(cfg, _bars if show and not lab else None, streaming),
-                            timeout_s=cfg.timeout_s + (60 if lab else 0), on_message=on_message)
-
-    if streaming:
-        return _generate_streaming(cfg, directory, show, launch)
-    return launch(lambda rank, step: None), False
+    check_run(cfg, where)
+    bars = _bars if show else None
+    if streams_here(where):
+        return _generate_streaming(cfg, directory, show,
+                                   lambda on_message: launch_run(cfg, where, bars=bars, on_message=on_message))
+    return launch_run(cfg, where, bars=bars, on_message=lambda rank, step: None), False
 
 
 @click.command("run")

@@ -11,13 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tensorfabric.errors import InputError
-from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult, disagg_entry, parse_split
+from tensorfabric.inference.disagg import DisaggConfig, DisaggRankResult
 from tensorfabric.inference.report import decoded, one_or_many, percentile, shown
-from tensorfabric.inference.runner import RunConfig, prepare
 from tensorfabric.jsonable import json_default
 
-__all__ = ["DisaggReport", "KvRequest", "lab_report", "plan_disagg", "run_disaggregated", "summarize_disagg"]
+__all__ = ["DisaggReport", "KvRequest", "disagg_report", "summarize_disagg"]
 
 
 @dataclass(frozen=True)
@@ -121,52 +119,17 @@ class DisaggReport:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=json_default) + "\n"
 
 
-def plan_disagg(run: RunConfig, split: str, prefill_tp: int = 0, decode_tp: int = 0) -> DisaggConfig:
-    """The checked configuration of ``tensorfabric run --disaggregate P:D``."""
-    p, d = parse_split(split)
-    cfg = DisaggConfig(run=run, prefill=p, decode=d, prefill_tp=prefill_tp, decode_tp=decode_tp)
-    cfg.check()
-    return cfg
-
-
-def run_disaggregated(cfg: DisaggConfig, *, environ: Mapping[str, str], lab: str | None = None,
-                      lab_name: str | None = None, grace_s: float | None = None) -> DisaggReport | None:
-    """Run the ``P + D`` ranks wherever :func:`~tensorfabric.transfer.launch.placement` puts them (inside a
-    launched job this process is one rank; else one rank per host of ``lab``, or local processes); the report
-    from rank 0's gathered results, or None on a rank other than 0 of a launched job."""
-    from tensorfabric.transfer.launch import launch, placement
-
-    where = placement(environ, ranks=cfg.world, lab=lab, lab_name=lab_name)
-    if where.kind == "lab" and where.ranks != cfg.world:
-        raise InputError(f"--lab {lab} has {where.ranks} hosts; --disaggregate {cfg.prefill}:{cfg.decode} needs "
-                         f"{cfg.world}")
-    if not where.launched:
-        cfg.check()
-        prepare(cfg.run)  # bad input is exit 2 here, before any rank starts
-    if grace_s is None and where.kind == "local":
-        grace_s = 10.0  # a KV peer blocked on a dead partner needs its transfer timeout to fail on its own
-    ranks = launch(disagg_entry, where, args=(cfg,), timeout_s=cfg.run.timeout_s + 60, grace_s=grace_s)
-    if 0 not in ranks:
-        return None
-    # Every rank gathered everyone's results at the end: rank 0 reports for the whole run.
-    everyone: list[DisaggRankResult] = ranks[0].everyone
-    if where.rate_bps is not None:
-        return lab_report(everyone, cfg, where.rate_bps)
-    return _report(everyone, cfg)
-
-
-def lab_report(everyone: Sequence[DisaggRankResult], cfg: DisaggConfig, rate_bps: float) -> DisaggReport:
-    """The report of a run whose link rate is known (the lab's), with each request's fraction of it."""
-    return _report(everyone, cfg, float(rate_bps))
-
-
-def _report(results: Sequence[DisaggRankResult], cfg: DisaggConfig,
-            link_rate_bps: float | None = None) -> DisaggReport:
+def disagg_report(results: Sequence[DisaggRankResult], cfg: DisaggConfig,
+                  link_rate_bps: float | None = None) -> DisaggReport:
+    """The report of a run from every rank's results, with the decode side's texts through the model's
+    tokenizer. ``link_rate_bps``: the link the KV crosses, when known (the lab's), for each request's fraction
+    of it."""
     from pathlib import Path
 
     lead = next(r for r in results if r.role == "decode")
     texts = decoded(Path(cfg.run.model_dir), lead.token_ids)
-    report = summarize_disagg(results, cfg, texts, cfg.run.model_dir, link_rate_bps)
+    rate = None if link_rate_bps is None else float(link_rate_bps)
+    report = summarize_disagg(results, cfg, texts, cfg.run.model_dir, rate)
     return replace(report, text_shown=tuple(shown(t) for t in texts))
 
 
