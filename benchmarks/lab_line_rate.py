@@ -78,7 +78,7 @@ def _run_ranks(lab: Lab, argv: list[str], timeout_s: float) -> tuple[str, float]
 def tcp(rate: str, rate_bps: float, seconds: float, mtu: int) -> dict[str, Any]:
     nbytes = int(rate_bps / 8 * seconds)
     with Lab(hosts=2, rate=rate, mtu=mtu) as lab:
-        before = lab.status()["links"][0]["ends"][0]
+        before = lab.status().to_dict()["links"][0]["ends"][0]
         recv = lab.popen("h1", [PY, "-m", "tensorfabric.lab.tcpbulk", "recv", "--bytes", str(nbytes)],
                          stdout=subprocess.PIPE, text=True)
         start = time.monotonic()
@@ -86,7 +86,7 @@ def tcp(rate: str, rate_bps: float, seconds: float, mtu: int) -> dict[str, Any]:
                                "--bytes", str(nbytes)], timeout_s=120)
         wall = time.monotonic() - start
         got = json.loads(recv.communicate(timeout=60)[0])
-        after = lab.status()["links"][0]["ends"][0]
+        after = lab.status().to_dict()["links"][0]["ends"][0]
     assert sent.returncode == 0, sent.stderr
     wire_bytes = after["qdisc"]["bytes"] - before["qdisc"]["bytes"]
     # Wire rate = goodput scaled by the frame bytes tbf charged per payload byte (headers, ACK-free direction);
@@ -112,9 +112,9 @@ def counters_bench(size: int, warmup: int, iters: int) -> dict[str, Any]:
     argv = [PY, "-m", "tensorfabric", "bench", "--op", "all_reduce", "--min", str(size), "--max", str(size),
             "--warmup", str(warmup), "--iters", str(iters), "--json"]
     with Lab(hosts=2, rate="1gbit") as lab:
-        before = _tx(lab.status())
+        before = _tx(lab.status().to_dict())
         out, _ = _run_ranks(lab, argv, timeout_s=600)
-        after = _tx(lab.status())
+        after = _tx(lab.status().to_dict())
     sent = [a - b for a, b in zip(after, before, strict=True)]
     # Ring all_reduce on n ranks: each rank sends 2(n-1)/n of the buffer per call (nccl-tests' bus factor),
     # one buffer for n = 2. The bench runs warmup + iters timed calls and one more to check the result.
@@ -125,9 +125,9 @@ def counters_bench(size: int, warmup: int, iters: int) -> dict[str, Any]:
 
 def counters_gloo(size: int, iters: int) -> dict[str, Any]:
     with Lab(hosts=2, rate="1gbit") as lab:
-        before = _tx(lab.status())
+        before = _tx(lab.status().to_dict())
         out, _ = _run_ranks(lab, [PY, "-c", _GLOO_LOOP, str(size), str(iters)], timeout_s=300)
-        after = _tx(lab.status())
+        after = _tx(lab.status().to_dict())
     sent = [a - b for a, b in zip(after, before, strict=True)]
     expected = iters * size  # 2 ranks: 2(n-1)/n = 1 buffer per rank per all_reduce
     seconds = float(out.strip())

@@ -98,7 +98,7 @@ def _generate_streaming(cfg: RunConfig, directory: Path, show: bool,
     stream = TokenStream(load_tokenizer(directory), len(cfg.prompt_ids or cfg.prompts), sys.stdout,
                          live=show and sys.stdout.isatty())
     if stream.live:
-        console().print(f"model: {directory}", markup=False)
+        console().print(f"model: {directory}", markup=False, emoji=False)
     try:
         # Steps arrive over rank 0's result pipe (no named semaphore for a killed run to leave in /dev/shm).
         results = launch(lambda rank, step: stream.add(step))
