@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from tensorfabric.cli.main import main
-from tensorfabric.errors import InputError
-from tensorfabric.transfer.launch import free_port, rank_variables
+from tensorfabric.transfer.launch import free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fleet"
 DS = FIXTURES / "daemonset"
@@ -63,16 +62,16 @@ def test_bad_input_is_exit_2_in_one_line(argv: list[str], needle: str, capsys: p
     assert needle in err and len(err.strip().splitlines()) == 1
 
 
-def test_launcher_variables_are_mapped_to_torchrun_names() -> None:
-    assert rank_variables({}) is None
-    assert rank_variables({"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "h0", "MASTER_PORT": "29500"}) == {}
-    slurm = {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_LOCALID": "0", "MASTER_ADDR": "gpu-a01",
-             "MASTER_PORT": "29500"}
-    assert rank_variables(slurm) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "0"}
-    ompi = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "1"}
-    assert rank_variables(ompi) == {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}
-    with pytest.raises(InputError, match="started by Slurm but MASTER_ADDR and MASTER_PORT not set"):
-        rank_variables({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
+def test_a_slurm_rank_without_its_rendezvous_address_is_exit_2_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Where the ranks run is the one launcher's placement() (its variable mapping is tested with it).
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    monkeypatch.setenv("SLURM_NTASKS", "2")
+    assert main(["fleet", "--sysfs-root", str(FIXTURES.parent / "sysfs" / "mlx5-roce")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "started by Slurm but MASTER_ADDR and MASTER_PORT not set" in err and len(err.splitlines()) == 1
 
 
 def test_one_rank_under_a_launcher_runs_in_this_process(monkeypatch: pytest.MonkeyPatch,

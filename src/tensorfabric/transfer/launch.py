@@ -3,7 +3,7 @@
 Four places, one contract (``fn(rank, *args)`` picklable at module level, results by rank, one failure type):
 
 * ``job`` -- this process is already a rank of a launched job (torchrun, Slurm ``srun``, Open MPI or any
-  PMI launcher; :func:`rank_variables` maps their variables to torchrun's): ``fn`` runs here as that rank;
+  PMI launcher, whose variables :func:`placement` maps to torchrun's): ``fn`` runs here as that rank;
 * ``inprocess`` -- a world of one rank: ``fn(0, *args)`` runs here, no process is started;
 * ``local`` -- ``N`` fresh local processes (:func:`spawn`, below);
 * ``lab`` -- one rank per host of a network-namespace lab, built for the run from a spec (``2x1gbit``) or one
@@ -43,7 +43,7 @@ from tensorfabric.transfer.spawn import (
 )
 
 __all__ = ["NATIVE_TAIL_BYTES", "TARGETS", "LaunchTarget", "Placement", "RankFailure", "SpawnError",
-           "SpawnInputError", "free_port", "launch", "placement", "post", "rank_variables", "spawn", "spawn_error",
+           "SpawnInputError", "free_port", "launch", "placement", "post", "spawn", "spawn_error",
            "stop_ranks", "torchrun_env", "under_torchrun"]
 
 _LAUNCHERS = (("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
@@ -53,31 +53,24 @@ _LAUNCHERS = (("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
 _LOCAL_SIZES = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
 
-def _job(environ: Mapping[str, str], *, single: bool = True) -> tuple[str, dict[str, str]] | None:
-    """The launcher that started this process and the torchrun variables to add; with ``single`` False a Slurm or
-    MPI job of one task is no job (``srun -n 1 tensorfabric run --tp 4`` means four local ranks)."""
+def _job(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+    """The launcher that started this process and the torchrun variables to add (None: no launcher did);
+    InputError when one did but MASTER_ADDR/MASTER_PORT are missing.
+
+    Launchers that are not torchrun set their own variables; torch.distributed's ``env://`` rendezvous reads
+    torchrun's: Slurm ``srun`` (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), Open MPI (OMPI_COMM_WORLD_RANK,
+    OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK), MPICH / Intel MPI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID).
+    A Slurm or MPI job of one task is no job: ``srun -n 1 tensorfabric run --tp 4`` means four local ranks."""
     if under_torchrun(environ):
         return "torchrun", {}
     for name, rank, size, local in _LAUNCHERS[1:]:
-        if environ.get(rank) and environ.get(size) and (single or environ[size].strip() != "1"):
+        if environ.get(rank) and environ.get(size) and environ[size].strip() != "1":
             missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(k)]
             if missing:
                 raise InputError(f"started by {name} but {' and '.join(missing)} not set: export MASTER_ADDR=<the "
                                  "first node's address> and MASTER_PORT=29500 (docs/fleet.md)")
             return name, {"RANK": environ[rank], "WORLD_SIZE": environ[size], "LOCAL_RANK": environ.get(local, "0")}
     return None
-
-
-def rank_variables(environ: Mapping[str, str]) -> dict[str, str] | None:
-    """The torchrun variables this process should add (``{}`` under torchrun), or None when no launcher started
-    it. InputError when a launcher did but MASTER_ADDR/MASTER_PORT are missing.
-
-    Launchers that are not torchrun set their own variables; torch.distributed's ``env://`` rendezvous reads
-    torchrun's: Slurm ``srun`` (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), Open MPI (OMPI_COMM_WORLD_RANK,
-    OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK), MPICH / Intel MPI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID);
-    MASTER_ADDR/MASTER_PORT must be exported."""
-    job = _job(environ)
-    return None if job is None else job[1]
 
 
 class LaunchTarget(Protocol):
@@ -136,7 +129,7 @@ def placement(environ: Mapping[str, str], *, ranks: int, lab: str | None = None,
     ``ranks`` and the lab say), else one rank per host of a lab -- built from the spec ``lab`` (named
     ``lab_name``) or the running lab ``running_lab`` (``tensorfabric lab up NAME``) --, else in this process (one
     rank), else as local processes."""
-    job = _job(environ, single=False)
+    job = _job(environ)
     if job is not None:
         launcher, variables = job
         merged = {**environ, **variables}
