@@ -21,7 +21,8 @@ def _allowed() -> dict[str, str]:
     text = (ROOT / "docs" / "architecture.md").read_text()
     block = text.split("<!-- sizes:allow-list -->", 1)[1].split("<!-- /sizes:allow-list -->", 1)[0]
     rows = {m[1]: m[3].strip() for line in block.splitlines() if (m := _ROW.match(line.strip()))}
-    assert rows, "docs/architecture.md: the allow-list table is empty or malformed"
+    # No rows under the header is the goal reached (every exception split), not a malformed table.
+    assert rows or "| item | lines | reason |" in block, "docs/architecture.md: the allow-list table is malformed"
     return rows
 
 

@@ -107,124 +107,93 @@ class _Group:
         return self.keys.get(key)
 
 
-def read(r: Reading, *, device: str | None = None) -> Deployed:
-    source = r.source
-    values: dict[str, tuple[str, Where]] = {}
-    numbers: dict[str, int] = {}
-    for line in r.content():
-        text = line.text.strip()
-        if line.kind != "text" or not text or text.startswith("#"):
-            continue
-        hash_at = text.find(" #")  # datapath.conf writes "... = 50.0  # all priority groups"
-        text = text[:hash_at].rstrip() if hash_at > 0 else text
-        match = _LINE.match(text)
-        if match is None or not match.group(1).startswith(_PREFIXES):
-            continue
-        values[match.group(1)] = (match.group(2).strip(), Where(source, line.number, text))
-        numbers[match.group(1)] = line.number
-    used: set[str] = set()
+class _Keys:
+    """The ``key = value`` lines of the file, and which of them a rule has read."""
 
-    def take(key: str) -> tuple[str, Where] | None:
-        found = values.get(key)
+    def __init__(self, r: Reading) -> None:
+        self.r = r
+        self.values: dict[str, tuple[str, Where]] = {}
+        self.numbers: dict[str, int] = {}
+        self.used: set[str] = set()
+        self.defects: list[ConfigDefect] = []
+        for line in r.content():
+            text = line.text.strip()
+            if line.kind != "text" or not text or text.startswith("#"):
+                continue
+            hash_at = text.find(" #")  # datapath.conf writes "... = 50.0  # all priority groups"
+            text = text[:hash_at].rstrip() if hash_at > 0 else text
+            match = _LINE.match(text)
+            if match is None or not match.group(1).startswith(_PREFIXES):
+                continue
+            self.values[match.group(1)] = (match.group(2).strip(), Where(r.source, line.number, text))
+            self.numbers[match.group(1)] = line.number
+
+    def take(self, key: str) -> tuple[str, Where] | None:
+        found = self.values.get(key)
         if found is not None:
-            used.add(key)
+            self.used.add(key)
         return found
 
-    defects: list[ConfigDefect] = []
-    trust: Trust | None = None
-    source_set = take("traffic.packet_priority_source_set")
-    if source_set is not None:
-        with r.statement(source_set[1].line):
-            sources = frozenset(_list(*source_set))
-            if sources not in _SOURCES:
-                raise source_set[1].error(f"packet_priority_source_set {source_set[0]!r} must name dscp and/or 802.1p")
-            trust = _SOURCES[sources]
-    dscp: dict[int, int] = {}
-    seen: dict[int, set[int]] = {}
-    for cos in range(8):
-        entry = take(f"traffic.cos_{cos}.priority_source.dscp")
-        if entry is None:
-            continue
-        with r.statement(entry[1].line):
-            for d in _ints(entry[0], entry[1], "dscp", 63):
-                dscp[d] = cos
-                seen.setdefault(d, set()).add(cos)
-    conflicts = {d: frozenset(c) for d, c in seen.items() if len(c) > 1}
-    for d in conflicts:
-        del dscp[d]  # which list switchd honours is not documented: the class is unknown
-    if seen and len(seen) < 64:
-        r.warn(None, f"the traffic.cos_N.priority_source.dscp lists name {len(seen)} of 64 DSCPs (a part of the "
-                     "file?); the DSCP map is left unknown")
-        dscp = {}
-
-    def groups(prefix: str) -> dict[str, _Group]:
-        listed = take(f"{prefix}.port_group_list")
+    def groups(self, prefix: str) -> dict[str, _Group]:
+        """The groups ``prefix.port_group_list`` names, each with its ``prefix.NAME.*`` keys."""
+        listed = self.take(f"{prefix}.port_group_list")
         if listed is None:
             return {}
         out: dict[str, _Group] = {}
         try:
             names = _list(*listed)
         except ParseError as exc:
-            r.warn(listed[1].line, bare(exc))
+            self.r.warn(listed[1].line, bare(exc))
             return {}
         for name in names:
-            keys = {k[len(prefix) + len(name) + 2:]: v for k, v in values.items()
+            keys = {k[len(prefix) + len(name) + 2:]: v for k, v in self.values.items()
                     if k.startswith(f"{prefix}.{name}.")}
             if not keys:
-                others = sorted({k.split(".")[1] for k in values if k.startswith(f"{prefix}.") and k.count(".") >= 2
-                                 and k.split(".")[1] not in (*names, "port_group_list")})
-                if not others:
-                    # Its keys may lie outside the excerpt: unknown, not a defect.
-                    r.warn(listed[1].line, f"{prefix}.port_group_list names {name!r} but no {prefix}.{name}.* keys "
-                                           "are in this text; that group is unknown")
-                    continue
-                defects.append(ConfigDefect(listed[1].line, f"{prefix}.port_group_list names {name!r} but no "
-                               f"{prefix}.{name}.* keys exist (the keys name {', '.join(repr(o) for o in others)}); "
-                               f"switchd reads the keys by the listed name, so this {prefix} group configures "
-                               "nothing",
-                               f"rename the keys to {prefix}.{name}.* or list {others[0]} in {prefix}.port_group_list"))
-                used.update(k for k in values if k.startswith(f"{prefix}.") and k.split(".")[1] in others)
+                self._unkeyed(prefix, name, names, listed[1])
                 continue
-            used.update(f"{prefix}.{name}.{k}" for k in keys)
+            self.used.update(f"{prefix}.{name}.{k}" for k in keys)
             out[name] = _Group(keys)
         return out
 
+    def _unkeyed(self, prefix: str, name: str, names: list[str], where: Where) -> None:
+        """A listed group without keys: unknown when no key of the feature is in the text, else a defect (the
+        keys name another group, and switchd reads them by the listed name)."""
+        others = sorted({k.split(".")[1] for k in self.values if k.startswith(f"{prefix}.") and k.count(".") >= 2
+                         and k.split(".")[1] not in (*names, "port_group_list")})
+        if not others:
+            # Its keys may lie outside the excerpt: unknown, not a defect.
+            self.r.warn(where.line, f"{prefix}.port_group_list names {name!r} but no {prefix}.{name}.* keys are in "
+                                    "this text; that group is unknown")
+            return
+        self.defects.append(ConfigDefect(where.line, f"{prefix}.port_group_list names {name!r} but no "
+                            f"{prefix}.{name}.* keys exist (the keys name {', '.join(repr(o) for o in others)}); "
+                            f"switchd reads the keys by the listed name, so this {prefix} group configures nothing",
+                            f"rename the keys to {prefix}.{name}.* or list {others[0]} in {prefix}.port_group_list"))
+        self.used.update(k for k in self.values if k.startswith(f"{prefix}.") and k.split(".")[1] in others)
+
+
+def read(r: Reading, *, device: str | None = None) -> Deployed:
+    source = r.source
+    keys = _Keys(r)
+    trust = _trust(keys)
+    dscp, conflicts = _dscp(keys)
     ports: dict[str, dict[str, object]] = {}
-    for name, group in groups("pfc").items():
-        with r.statement(numbers.get("pfc.port_group_list")):
+    for name, group in keys.groups("pfc").items():
+        with r.statement(keys.numbers.get("pfc.port_group_list")):
             _pfc_group(name, group, ports, r)
-    for name, group in groups("ecn_red").items():
-        with r.statement(numbers.get("ecn_red.port_group_list")):
+    for name, group in keys.groups("ecn_red").items():
+        with r.statement(keys.numbers.get("ecn_red.port_group_list")):
             _ecn_group(name, group, ports, r)
     for feature, attr, value in (("link_pause", "link_pause", True), ("pfc_watchdog", "watchdog", _WATCHDOG)):
-        for group in groups(feature).values():
+        for group in keys.groups(feature).values():
             pset = group.get("port_set")
             if pset is not None:
                 with r.statement(pset[1].line):
                     for name in _ports(*pset):
                         ports.setdefault(name, {})[attr] = value
-
-    strict: set[int] = set()
-    weights: dict[int, int] = {}
-    pgs = {k.split(".")[1] for k in values if k.startswith("priority_group.") and k.endswith(".cos_list")}
-    sched_known = bool(pgs)
-    for pg in sorted(pgs):
-        cos_v = take(f"priority_group.{pg}.cos_list")
-        weight_v = take(f"priority_group.{pg}.weight")
-        if cos_v is None or weight_v is None:
-            sched_known = sched_known and weight_v is not None
-            continue
-        with r.statement(weight_v[1].line):
-            weight = parse_int(weight_v[0], weight_v[1], what=f"priority_group.{pg}.weight", lo=0, hi=127)
-            for cos in _ints(cos_v[0], cos_v[1], "cos_list", 7):
-                (strict.add(cos) if weight == 0 else weights.__setitem__(cos, weight))
-    for cos in range(8):
-        bw = take(f"default_egress_sched.cos_{cos}.bw_percent")
-        if bw is not None:
-            with r.statement(bw[1].line):
-                weights[cos] = parse_int(bw[0], bw[1], what="bw_percent", lo=0, hi=100)
-    for key in used:
-        r.use(numbers.get(key))
+    strict, weights, sched_known = _scheduling(keys)
+    for key in keys.used:
+        r.use(keys.numbers.get(key))
 
     default = ports.pop("*", None)
     out = tuple(PortQos(
@@ -236,6 +205,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         link_pause=p.get("link_pause"),  # type: ignore[arg-type]
         watchdog=p.get("watchdog"),  # type: ignore[arg-type]
     ) for name, p in ports.items())
+    values = keys.values
     scheduling = "scheduling.algorithm" in values or any(
         k.startswith("default_egress_sched.") or (k.startswith("priority_group.") and k.endswith(".weight"))
         for k in values)
@@ -249,9 +219,67 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         ecn=default.get("ecn") if default else None,  # type: ignore[arg-type]
         headroom=default.get("headroom", {}) if default else {},  # type: ignore[arg-type]
         watchdog=default.get("watchdog") if default else None,  # type: ignore[arg-type]
-        ports=out, dscp_conflicts=conflicts, defects=tuple(defects),
+        ports=out, dscp_conflicts=conflicts, defects=tuple(keys.defects),
         complete="traffic.packet_priority_source_set" in values and scheduling,
     )
+
+
+def _trust(keys: _Keys) -> Trust | None:
+    source_set = keys.take("traffic.packet_priority_source_set")
+    if source_set is None:
+        return None
+    with keys.r.statement(source_set[1].line):
+        sources = frozenset(_list(*source_set))
+        if sources not in _SOURCES:
+            raise source_set[1].error(f"packet_priority_source_set {source_set[0]!r} must name dscp and/or 802.1p")
+        return _SOURCES[sources]
+    return None  # the statement was refused (a warning): trust unknown
+
+
+def _dscp(keys: _Keys) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
+    """The DSCP map of the ``traffic.cos_N.priority_source.dscp`` lists, and the DSCPs two lists claim."""
+    dscp: dict[int, int] = {}
+    seen: dict[int, set[int]] = {}
+    for cos in range(8):
+        entry = keys.take(f"traffic.cos_{cos}.priority_source.dscp")
+        if entry is None:
+            continue
+        with keys.r.statement(entry[1].line):
+            for d in _ints(entry[0], entry[1], "dscp", 63):
+                dscp[d] = cos
+                seen.setdefault(d, set()).add(cos)
+    conflicts = {d: frozenset(c) for d, c in seen.items() if len(c) > 1}
+    for d in conflicts:
+        del dscp[d]  # which list switchd honours is not documented: the class is unknown
+    if seen and len(seen) < 64:
+        keys.r.warn(None, f"the traffic.cos_N.priority_source.dscp lists name {len(seen)} of 64 DSCPs (a part of the "
+                          "file?); the DSCP map is left unknown")
+        dscp = {}
+    return dscp, conflicts
+
+
+def _scheduling(keys: _Keys) -> tuple[set[int], dict[int, int], bool]:
+    """Strict CoS (priority groups of weight 0), weights, and whether every priority group's weight is known."""
+    strict: set[int] = set()
+    weights: dict[int, int] = {}
+    pgs = {k.split(".")[1] for k in keys.values if k.startswith("priority_group.") and k.endswith(".cos_list")}
+    sched_known = bool(pgs)
+    for pg in sorted(pgs):
+        cos_v = keys.take(f"priority_group.{pg}.cos_list")
+        weight_v = keys.take(f"priority_group.{pg}.weight")
+        if cos_v is None or weight_v is None:
+            sched_known = sched_known and weight_v is not None
+            continue
+        with keys.r.statement(weight_v[1].line):
+            weight = parse_int(weight_v[0], weight_v[1], what=f"priority_group.{pg}.weight", lo=0, hi=127)
+            for cos in _ints(cos_v[0], cos_v[1], "cos_list", 7):
+                (strict.add(cos) if weight == 0 else weights.__setitem__(cos, weight))
+    for cos in range(8):
+        bw = keys.take(f"default_egress_sched.cos_{cos}.bw_percent")
+        if bw is not None:
+            with keys.r.statement(bw[1].line):
+                weights[cos] = parse_int(bw[0], bw[1], what="bw_percent", lo=0, hi=100)
+    return strict, weights, sched_known
 
 
 def _pfc_group(name: str, group: _Group, ports: dict[str, dict[str, object]], r: Reading) -> None:

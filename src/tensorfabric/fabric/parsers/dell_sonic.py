@@ -16,6 +16,7 @@ it is read. A map or policy an interface names but the text does not define leav
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tensorfabric import units
@@ -239,20 +240,69 @@ def _interface(block: Block, r: Reading) -> _Port:
     return port
 
 
+@dataclass
+class _Config:
+    """What the top-level statements of one config say, as the dispatch reads them."""
+
+    partial: Block | None = None
+    """An interface block the text ends inside: what it does not say yet is unknown, not off."""
+    hostname: str | None = None
+    maps: dict[str, dict[str, dict[int, int]]] = field(default_factory=lambda: {k: {} for k in _MAPS})
+    conflicts: dict[int, frozenset[int]] = field(default_factory=dict)
+    wreds: dict[str, EcnProfile | None] = field(default_factory=dict)
+    scheds: dict[str, _Sched] = field(default_factory=dict)
+    poll: float | None = None
+    ports: list[_Port] = field(default_factory=list)
+
+
+def _hostname(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.hostname = block.words[1]
+
+
+def _qos_map(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    w = block.words
+    table, clash = _map_block(block, r)
+    cfg.maps[w[2]][w[3]] = table
+    if w[2] == "dscp-tc":
+        cfg.conflicts.update(clash)
+
+
+def _wred_policy(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.wreds[block.words[2]] = _wred(block, r)
+
+
+def _scheduler_policy(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.scheds[block.words[2]] = _scheduler(block, r)
+
+
+def _polling(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.poll = parse_float(block.words[3], where, what="polling-interval")
+
+
+def _interface_block(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.ports.append(_interface(block, r))
+    cfg.ports[-1].partial = block is cfg.partial
+
+
+_Statement = tuple[Callable[[list[str]], bool], Callable[[Block, Where, _Config, Reading], None]]
+_STATEMENTS: tuple[_Statement, ...] = (
+    (lambda w: w[0] == "hostname" and len(w) == 2, _hostname),
+    (lambda w: w[:2] == ["qos", "map"] and len(w) == 4 and w[2] in _MAPS, _qos_map),
+    (lambda w: w[:2] == ["qos", "wred-policy"] and len(w) == 3, _wred_policy),
+    (lambda w: w[:2] == ["qos", "scheduler-policy"] and len(w) == 3, _scheduler_policy),
+    (lambda w: w[:3] == ["priority-flow-control", "watchdog", "polling-interval"] and len(w) == 4, _polling),
+    (lambda w: w[0] == "interface" and len(w) >= 2, _interface_block),
+)
+"""Top-level statements, tried in order; the first whose test holds reads the block."""
+
+
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
-    hostname: str | None = None
-    maps: dict[str, dict[str, dict[int, int]]] = {k: {} for k in _MAPS}
-    conflicts: dict[int, frozenset[int]] = {}
-    wreds: dict[str, EcnProfile | None] = {}
-    scheds: dict[str, _Sched] = {}
-    poll: float | None = None
-    ports: list[_Port] = []
+    cfg = _Config()
     lines = _reindent(config_lines(r))
     tree = block_tree(lines)
-    partial: Block | None = None
     if tree and tail_open(lines) and tree[-1].children and tree[-1].words[0] == "interface":
-        partial = tree[-1]  # a cut interface block: what it does not say yet is unknown, not off
+        cfg.partial = tree[-1]
     elif tail_open(lines) and tree and tree[-1].children and tree[-1].words[0] == "qos" and (
             len(tree) > 1 or tree[-1].words[:2] == ["qos", "map"]):
         # A cut block may have lost lines; a policy pasted alone is kept, a map never (a DSCP it lost would read
@@ -261,92 +311,89 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         r.warn(last.line, f"the text ends inside '{last.text[:60]}' without a closing line; it may be cut short, so "
                           "it is not used")
     for block in tree:
-        w, where = block.words, block.where(source)
         with r.statement(block.line):
-            if w[0] == "hostname" and len(w) == 2:
-                hostname = w[1]
-            elif w[:2] == ["qos", "map"] and len(w) == 4 and w[2] in _MAPS:
-                table, clash = _map_block(block, r)
-                maps[w[2]][w[3]] = table
-                if w[2] == "dscp-tc":
-                    conflicts.update(clash)
-            elif w[:2] == ["qos", "wred-policy"] and len(w) == 3:
-                wreds[w[2]] = _wred(block, r)
-            elif w[:2] == ["qos", "scheduler-policy"] and len(w) == 3:
-                scheds[w[2]] = _scheduler(block, r)
-            elif w[:3] == ["priority-flow-control", "watchdog", "polling-interval"] and len(w) == 4:
-                poll = parse_float(w[3], where, what="polling-interval")
-            elif w[0] == "interface" and len(w) >= 2:
-                ports.append(_interface(block, r))
-                ports[-1].partial = block is partial
-            else:
+            handler = next((h for test, h in _STATEMENTS if test(block.words)), None)
+            if handler is None:
                 continue
+            handler(block, block.where(source), cfg, r)
             r.use(block.line)
     r.unread_under(tree)
-
-    # A whole config (it names its host) shows every definition: a reference to a missing one is a statement the
-    # switch cannot act on, not a part of the text that was left out.
-    defects: dict[tuple[str, str], ConfigDefect] = {}
-
-    def undefined(kind: str, name: str, number: int, effect: str, fix: str) -> None:
-        if hostname is not None:
-            defects.setdefault((kind, name), ConfigDefect(number, f"{kind} {name!r} is referenced but never defined: "
-                                                                  f"{effect}", fix))
-
-    def named(kind: str, port: _Port) -> dict[int, int] | None:
-        ref = port.maps.get(kind)
-        if ref is None:
-            return None
-        if ref[0] not in maps[kind]:
-            r.warn(ref[1], f"qos-map {kind} {ref[0]!r} is not defined in this text; that map is unknown")
-            undefined(f"qos map {kind}", ref[0], ref[1], "the port keeps the default map",
-                      f"qos map {kind} {ref[0]} with its entries, or qos-map {kind} naming an existing map")
-            return None
-        return maps[kind][ref[0]]
-
+    refs = _References(cfg, r)
     out: list[PortQos] = []
     queue_map: dict[int, int] = {}
     pg_map: dict[int, int] = {}
-    for p in ports:
-        dscp = named("dscp-tc", p)
+    for p in cfg.ports:
+        dscp = refs.named("dscp-tc", p)
         trust: Trust | None = "dscp" if dscp is not None else ("pcp" if "dot1p-tc" in p.maps else None)
-        queue_map = named("tc-queue", p) or queue_map
-        pg_map = named("tc-pg", p) or pg_map
-        sched = scheds.get(p.sched[0]) if p.sched else None
-        if p.sched and sched is None:
-            r.warn(p.sched[1], f"scheduler-policy {p.sched[0]!r} is not defined in this text; scheduling unknown")
-            undefined("scheduler-policy", p.sched[0], p.sched[1], "the port keeps default scheduling, with no strict "
-                      "queue for CNPs", f"qos scheduler-policy {p.sched[0]} with a 'queue N / type strict' for CNPs")
-        found: dict[int, EcnProfile] = {}
-        known = True
-        for q, (ref, number) in p.wred.items():
-            profile = wreds.get(ref)
-            if profile is None:
-                if ref not in wreds:
-                    r.warn(number, f"wred-policy {ref!r} is not defined in this text; ECN on queue {q} is unknown")
-                    undefined("wred-policy", ref, number, f"queue {q} gets no ECN marking",
-                              f"qos wred-policy {ref} / green minimum-threshold N maximum-threshold N drop-probability "
-                              "P / ecn green")
-                known = False  # one unknown queue makes the port's ECN unknown, not off
-                break
-            found[q] = profile
-        ecn = found if known else None
-        wd = None
-        if p.wd_on is not None:
-            wd = Watchdog(p.wd_on, p.wd_detect, p.wd_restore, p.wd_action, poll)
-        for name in p.names:
-            out.append(PortQos(
-                name=name, mtu=p.mtu, speed_bps=p.speed, routed=p.routed, cable_length_m=p.cable, trust=trust,
-                dscp_to_priority=dscp,
-                pfc_priorities=frozenset(p.pfc) if p.pfc_seen or (p.maps and not p.partial) else None,
-                ecn=ecn if p.wred else None, strict_queues=frozenset(sched.strict) if sched else None,
-                queue_weights=dict(sched.weights) if sched else None, watchdog=wd,
-            ))
-    dscp_tables = list(maps["dscp-tc"].values())
+        queue_map = refs.named("tc-queue", p) or queue_map
+        pg_map = refs.named("tc-pg", p) or pg_map
+        out += _port(p, refs, dscp, trust)
+    dscp_tables = list(cfg.maps["dscp-tc"].values())
     return Deployed(
-        device=device or hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
+        device=device or cfg.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=dscp_tables[0] if len(dscp_tables) == 1 else {}, priority_to_queue=queue_map,
-        priority_to_pg=pg_map, ports=tuple(out), dscp_conflicts=conflicts, complete=hostname is not None,
-        defects=tuple(defects.values()),
-        notes=("WRED thresholds are the CLI's KB, kept unconverted",) if wreds else (),
+        priority_to_pg=pg_map, ports=tuple(out), dscp_conflicts=cfg.conflicts, complete=cfg.hostname is not None,
+        defects=tuple(refs.defects.values()),
+        notes=("WRED thresholds are the CLI's KB, kept unconverted",) if cfg.wreds else (),
     )
+
+
+class _References:
+    """Maps, scheduler and WRED policies an interface names, resolved against the ones the text defines. A whole
+    config (it names its host) shows every definition: a reference to a missing one is a statement the switch
+    cannot act on (a defect), not a part of the text that was left out."""
+
+    def __init__(self, cfg: _Config, r: Reading) -> None:
+        self.cfg, self.r = cfg, r
+        self.defects: dict[tuple[str, str], ConfigDefect] = {}
+
+    def undefined(self, kind: str, name: str, number: int, effect: str, fix: str) -> None:
+        if self.cfg.hostname is not None:
+            self.defects.setdefault((kind, name), ConfigDefect(
+                number, f"{kind} {name!r} is referenced but never defined: {effect}", fix))
+
+    def named(self, kind: str, port: _Port) -> dict[int, int] | None:
+        ref = port.maps.get(kind)
+        if ref is None:
+            return None
+        maps = self.cfg.maps
+        if ref[0] not in maps[kind]:
+            self.r.warn(ref[1], f"qos-map {kind} {ref[0]!r} is not defined in this text; that map is unknown")
+            self.undefined(f"qos map {kind}", ref[0], ref[1], "the port keeps the default map",
+                           f"qos map {kind} {ref[0]} with its entries, or qos-map {kind} naming an existing map")
+            return None
+        return maps[kind][ref[0]]
+
+    def ecn(self, p: _Port) -> dict[int, EcnProfile] | None:
+        """ECN per queue; one queue naming an unknown WRED policy makes the port's ECN unknown, not off."""
+        found: dict[int, EcnProfile] = {}
+        for q, (ref, number) in p.wred.items():
+            profile = self.cfg.wreds.get(ref)
+            if profile is None:
+                if ref not in self.cfg.wreds:
+                    self.r.warn(number, f"wred-policy {ref!r} is not defined in this text; ECN on queue {q} is "
+                                        "unknown")
+                    self.undefined("wred-policy", ref, number, f"queue {q} gets no ECN marking",
+                                   f"qos wred-policy {ref} / green minimum-threshold N maximum-threshold N "
+                                   "drop-probability P / ecn green")
+                return None
+            found[q] = profile
+        return found
+
+
+def _port(p: _Port, refs: _References, dscp: dict[int, int] | None, trust: Trust | None) -> list[PortQos]:
+    sched = refs.cfg.scheds.get(p.sched[0]) if p.sched else None
+    if p.sched and sched is None:
+        refs.r.warn(p.sched[1], f"scheduler-policy {p.sched[0]!r} is not defined in this text; scheduling unknown")
+        refs.undefined("scheduler-policy", p.sched[0], p.sched[1], "the port keeps default scheduling, with no "
+                       "strict queue for CNPs", f"qos scheduler-policy {p.sched[0]} with a 'queue N / type strict' "
+                       "for CNPs")
+    ecn = refs.ecn(p)
+    wd = Watchdog(p.wd_on, p.wd_detect, p.wd_restore, p.wd_action, refs.cfg.poll) if p.wd_on is not None else None
+    return [PortQos(
+        name=name, mtu=p.mtu, speed_bps=p.speed, routed=p.routed, cable_length_m=p.cable, trust=trust,
+        dscp_to_priority=dscp,
+        pfc_priorities=frozenset(p.pfc) if p.pfc_seen or (p.maps and not p.partial) else None,
+        ecn=ecn if p.wred else None, strict_queues=frozenset(sched.strict) if sched else None,
+        queue_weights=dict(sched.weights) if sched else None, watchdog=wd,
+    ) for name in p.names]

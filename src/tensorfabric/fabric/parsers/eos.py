@@ -28,6 +28,7 @@ force), and the global ``priority-flow-control all off`` turns PFC off on every 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from tensorfabric import roce, units
@@ -216,89 +217,142 @@ def _dscp_map_tail(w: list[str]) -> bool:
         len(tail) == 4 and tail[0] == "traffic-class" and tail[2] == "drop-precedence")
 
 
+@dataclass
+class _Config:
+    """What the statements of one config say, as the dispatch reads them."""
+
+    partial_last: Block | None = None
+    """An interface block the text ends inside (cut short): read, but not as a whole."""
+    hostname: str | None = None
+    dscp: dict[int, int] = field(default_factory=dict)
+    rewrite: dict[int, int] = field(default_factory=dict)
+    queue: dict[int, int] = field(default_factory=dict)
+    profiles: dict[str, _Qos] = field(default_factory=dict)
+    wd: dict[str, float] = field(default_factory=dict)
+    wd_action: str | None = None
+    wd_seen: bool = False
+    all_off: int | None = None
+    ports: list[PortQos] = field(default_factory=list)
+    shaped: set[str] = field(default_factory=set)
+    applied: set[str] = field(default_factory=set)
+
+
+def _hostname(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.hostname = block.words[1]
+
+
+def _dscp_map(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    # "... to traffic-class N drop-precedence M" (7280R/7500R): the drop precedence picks a WRED colour inside
+    # class N, it does not move the DSCP to another class.
+    w = block.words
+    tc = parse_int(w[w.index("to") + 2], where, what="traffic-class", lo=0, hi=7)
+    if len(w) > w.index("to") + 3:
+        parse_int(w[-1], where, what="drop-precedence", lo=0, hi=3)
+    values = [parse_int(item, where, what="dscp", lo=0, hi=63) for item in w[3:w.index("to")]]
+    cfg.dscp.update(dict.fromkeys(values, tc))
+
+
+def _tc_to_dscp(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    w = block.words
+    value = parse_int(w[-1], where, what="dscp", lo=0, hi=63)
+    for item in w[3:w.index("to")]:
+        cfg.rewrite[parse_int(item, where, what="traffic-class", lo=0, hi=7)] = value
+
+
+def _tc_to_queue(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    w = block.words
+    cfg.queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(w[6], where, what="tx-queue",
+                                                                                     lo=0, hi=7)
+
+
+def _profile(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    _read_block(block, r, cfg.profiles.setdefault(block.words[2], _Qos()), partial=False)
+
+
+def _watchdog_default(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    w = block.words
+    cfg.wd[w[4]] = parse_float(w[5], where, what=f"watchdog {w[4]}") * 1000.0
+    cfg.wd_seen = True
+
+
+def _watchdog_action(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.wd_seen, cfg.wd_action = True, block.words[4]
+
+
+def _all_off(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    cfg.all_off = block.line
+
+
+def _interface_block(block: Block, where: Where, cfg: _Config, r: Reading) -> None:
+    found, qos_block = _interface(block, r, cfg.profiles, cfg.applied, partial=block is cfg.partial_last)
+    cfg.ports.extend(found)
+    if qos_block:
+        cfg.shaped.update(p.name for p in found)
+
+
+_Statement = tuple[Callable[[list[str]], bool], Callable[[Block, Where, _Config, Reading], None]]
+_STATEMENTS: tuple[_Statement, ...] = (
+    (lambda w: w[0] == "hostname" and len(w) == 2, _hostname),
+    (lambda w: w[:3] == ["qos", "map", "dscp"] and "to" in w and _dscp_map_tail(w), _dscp_map),
+    (lambda w: w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp", _tc_to_dscp),
+    (lambda w: w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"),
+     _tc_to_queue),
+    (lambda w: w[:2] == ["qos", "profile"] and len(w) == 3, _profile),
+    (lambda w: w[:4] == ["priority-flow-control", "pause", "watchdog", "default"] and len(w) == 6,
+     _watchdog_default),
+    (lambda w: w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5, _watchdog_action),
+    (lambda w: w == ["priority-flow-control", "all", "off"], _all_off),
+    (lambda w: w[0] == "interface" and len(w) >= 2, _interface_block),
+)
+"""Top-level statements, tried in order; the first whose test holds reads the block."""
+
+
 def read(r: Reading, *, device: str | None = None) -> Deployed:
     source = r.source
     lines = config_lines(r)
     tree = block_tree(lines)
-    partial_last: Block | None = None
+    cfg = _Config()
     if tree and tail_open(lines) and tree[-1].children:
         if tree[-1].words[0] == "interface":
-            partial_last = tree[-1]
+            cfg.partial_last = tree[-1]
         elif tree[-1].words[:2] == ["qos", "profile"] and len(tree) > 1:
             last = tree.pop()
             r.warn(last.line, f"the text ends inside '{last.text[:60]}' without a closing line; it may be cut "
                               "short, so it is not used")
-    hostname: str | None = None
-    dscp: dict[int, int] = {}
-    rewrite: dict[int, int] = {}
-    queue: dict[int, int] = {}
-    profiles: dict[str, _Qos] = {}
-    wd: dict[str, float] = {}
-    wd_action: str | None = None
-    wd_seen = False
-    all_off: int | None = None
-    ports: list[PortQos] = []
-    shaped: set[str] = set()
-    applied: set[str] = set()
     for block in tree:
-        w, where = block.words, block.where(source)
         with r.statement(block.line):
-            if w[0] == "hostname" and len(w) == 2:
-                hostname = w[1]
-            elif w[:3] == ["qos", "map", "dscp"] and "to" in w and _dscp_map_tail(w):
-                # "... to traffic-class N drop-precedence M" (7280R/7500R): the drop precedence picks a WRED
-                # colour inside class N, it does not move the DSCP to another class.
-                tc = parse_int(w[w.index("to") + 2], where, what="traffic-class", lo=0, hi=7)
-                if len(w) > w.index("to") + 3:
-                    parse_int(w[-1], where, what="drop-precedence", lo=0, hi=3)
-                values = [parse_int(item, where, what="dscp", lo=0, hi=63) for item in w[3:w.index("to")]]
-                dscp.update(dict.fromkeys(values, tc))
-            elif w[:3] == ["qos", "map", "traffic-class"] and "to" in w and w[-2] == "dscp":
-                value = parse_int(w[-1], where, what="dscp", lo=0, hi=63)
-                for item in w[3:w.index("to")]:
-                    rewrite[parse_int(item, where, what="traffic-class", lo=0, hi=7)] = value
-            elif w[:3] == ["qos", "map", "traffic-class"] and len(w) == 7 and w[5] in ("tx-queue", "uc-tx-queue"):
-                queue[parse_int(w[3], where, what="traffic-class", lo=0, hi=7)] = parse_int(
-                    w[6], where, what="tx-queue", lo=0, hi=7)
-            elif w[:2] == ["qos", "profile"] and len(w) == 3:
-                qos = profiles.setdefault(w[2], _Qos())
-                _read_block(block, r, qos, partial=False)
-            elif w[:4] == ["priority-flow-control", "pause", "watchdog", "default"] and len(w) == 6:
-                wd[w[4]] = parse_float(w[5], where, what=f"watchdog {w[4]}") * 1000.0
-                wd_seen = True
-            elif w[:4] == ["priority-flow-control", "pause", "watchdog", "action"] and len(w) == 5:
-                wd_seen, wd_action = True, w[4]
-            elif w == ["priority-flow-control", "all", "off"]:
-                all_off = block.line
-            elif w[0] == "interface" and len(w) >= 2:
-                found, qos_block = _interface(block, r, profiles, applied, partial=block is partial_last)
-                ports.extend(found)
-                if qos_block:
-                    shaped.update(p.name for p in found)
-            else:
+            handler = next((h for test, h in _STATEMENTS if test(block.words)), None)
+            if handler is None:
                 continue
+            handler(block, block.where(source), cfg, r)
             r.use(block.line)
     r.unread_under(tree)
     # A whole config: hostname, interfaces, and an end (EOS closes every block with "!"); a text that stops inside
     # a block is a part of one, whatever it starts with.
-    complete = hostname is not None and bool(ports) and not tail_open(lines)
+    complete = cfg.hostname is not None and bool(cfg.ports) and not tail_open(lines)
+    return _deployed(cfg, complete, source, device)
+
+
+def _deployed(cfg: _Config, complete: bool, source: str, device: str | None) -> Deployed:
+    ports = cfg.ports
     defects: list[ConfigDefect] = []
     notes: list[str] = []
-    if all_off is not None:
+    if cfg.all_off is not None:
         # A global switch over every interface's own PFC lines: nothing below it pauses.
         ports = [replace(p, pfc_priorities=frozenset()) for p in ports]
         notes.append("'priority-flow-control all off' disables PFC on every interface, whatever the profiles say")
     if complete:
-        for name, prof in sorted(profiles.items()):
-            if name not in applied and prof.pfc_on and prof.no_drop:
+        for name, prof in sorted(cfg.profiles.items()):
+            if name not in cfg.applied and prof.pfc_on and prof.no_drop:
                 defects.append(ConfigDefect(None, f"qos profile {name!r} enables PFC on priority "
                                             f"{sorted(prof.no_drop)} but no interface applies it: that PFC is not in "
                                             "force", f"service-profile {name} under each RoCE interface"))
     # Timers are global; the watchdog itself is switched on per interface or profile, so "off" where no line
     # switches it on is a fact only of a whole config.
+    wd = cfg.wd
     timers = Watchdog(False, detection_ms=wd.get("timeout"), restoration_ms=wd.get("recovery-time"),
-                      action=wd_action or "drop", polling_ms=wd.get("polling-interval"))
-    watchdog = timers if wd_seen and complete else None
+                      action=cfg.wd_action or "drop", polling_ms=wd.get("polling-interval"))
+    watchdog = timers if cfg.wd_seen and complete else None
     # A profile's own "pause watchdog port action|timer" lines win over the global defaults.
     ports = [replace(p, watchdog=Watchdog(
         p.watchdog.enabled,
@@ -312,14 +366,14 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         ports = [replace(p, ecn=p.ecn if p.ecn is not None else {},
                          strict_queues=p.strict_queues if p.strict_queues is not None else frozenset(),
                          queue_weights=p.queue_weights if p.queue_weights is not None else {})
-                 if p.name in shaped else p for p in ports]
+                 if p.name in cfg.shaped else p for p in ports]
     # The built-in table holds for every DSCP no "qos map dscp" line moves, and only a whole config shows all of
     # those lines: in an excerpt a moved DSCP may sit outside it, so the table is unknown there.
-    table = default_dscp_map() | dscp if complete else {}
-    return Deployed(device=device or hostname or device_from_source(source), kind="switch", format=FORMAT,
-                    source=source, dscp_to_priority=table, priority_to_queue=queue,
-                    watchdog=watchdog, ports=tuple(ports), priority_to_dscp=rewrite,
-                    default_dscp_map=complete and not dscp, complete=complete, defects=tuple(defects),
+    table = default_dscp_map() | cfg.dscp if complete else {}
+    return Deployed(device=device or cfg.hostname or device_from_source(source), kind="switch", format=FORMAT,
+                    source=source, dscp_to_priority=table, priority_to_queue=cfg.queue,
+                    watchdog=watchdog, ports=tuple(ports), priority_to_dscp=cfg.rewrite,
+                    default_dscp_map=complete and not cfg.dscp, complete=complete, defects=tuple(defects),
                     notes=tuple(notes))
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from tensorfabric.errors import ParseError
-from tensorfabric.fabric.deployed import ConfigDefect, Deployed, EcnProfile, Headroom, PortQos, Trust, Watchdog
+from tensorfabric.fabric.deployed import Deployed, EcnProfile, Headroom, Watchdog
 from tensorfabric.fabric.parsers._common import (
     Block,
     Where,
@@ -34,6 +34,7 @@ from tensorfabric.fabric.parsers._common import (
     parse_int,
     parse_priorities,
 )
+from tensorfabric.fabric.parsers._nxos_ports import Policies, QosPolicy, Queuing, interface_ports
 from tensorfabric.fabric.parsers._read import Reading, bare, config_lines, markers, tail_open
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
@@ -67,30 +68,12 @@ _NQ_CLASS = re.compile(r"^c-(?:8q-)?nq([0-7]|-default)$")
 
 
 @dataclass
-class _Queuing:
-    strict: set[int] = field(default_factory=set)
-    weights: dict[int, int] = field(default_factory=dict)
-    ecn: dict[int, EcnProfile] = field(default_factory=dict)
-    complete: bool = True
-    """Every class it names resolves to a queue; otherwise which queue lacks ECN or priority is unknown."""
-
-
-@dataclass
-class _QosPolicy:
-    dscp: dict[int, int]
-    uses_dscp: bool
-    uses_cos: bool
-    complete: bool
-    """Every class it names is defined in the text: otherwise a class's DSCPs are unknown, not unclassified."""
-
-
-@dataclass
 class _State:
     r: Reading
     hostname: str | None = None
     classes: dict[str, tuple[set[int], set[int]]] = field(default_factory=dict)  # name -> (dscps, coses)
-    qos_policies: dict[str, _QosPolicy] = field(default_factory=dict)
-    queuing: dict[str, _Queuing] = field(default_factory=dict)
+    qos_policies: dict[str, QosPolicy] = field(default_factory=dict)
+    queuing: dict[str, Queuing] = field(default_factory=dict)
     pfc_cos: set[int] = field(default_factory=set)
     nq_mtu: int | None = None
     headroom: Headroom | None = None
@@ -138,10 +121,10 @@ def _nq_group(name: str, st: _State) -> int | None:
     return 0 if match.group(1) == "-default" else int(match.group(1))
 
 
-def _qos_policy(block: Block, source: str, st: _State) -> _QosPolicy:
+def _qos_policy(block: Block, source: str, st: _State) -> QosPolicy:
     r = st.r
     dscp: dict[int, int] = {}
-    policy = _QosPolicy(dscp, False, False, True)
+    policy = QosPolicy(dscp, False, False, True)
     for cls in block.children:
         if cls.words[0] != "class" or len(cls.words) < 2:
             continue
@@ -199,7 +182,7 @@ def _network_qos(block: Block, source: str, st: _State) -> None:
                 r.use(line.line)
 
 
-def _queuing(block: Block, source: str, st: _State, q: _Queuing) -> None:
+def _queuing(block: Block, source: str, st: _State, q: Queuing) -> None:
     r = st.r
     for cls in block.children:
         if cls.words[:3] != ["class", "type", "queuing"] or len(cls.words) != 4:
@@ -278,7 +261,7 @@ def _top(block: Block, source: str, st: _State, ports: list[tuple[Block, list[st
         elif kind == "network-qos":
             _network_qos(block, source, st)
         elif kind == "queuing":
-            _queuing(block, source, st, st.queuing.setdefault(name, _Queuing()))
+            _queuing(block, source, st, st.queuing.setdefault(name, Queuing()))
         else:
             return  # control-plane and other policy types carry no lossless setting
         r.use(block.line)
@@ -332,43 +315,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
 
     # A whole config (hostname and interfaces) shows every policy it has: a service-policy naming a missing one is
     # ignored by the switch, which is a defect of the config, not a part of it left out of the paste.
-    whole = st.hostname is not None and bool(iface_blocks)
-    defects: dict[str, ConfigDefect] = {}
-
-    def undefined(kind: str, name: str, number: int, effect: str) -> None:
-        if whole:
-            defects.setdefault(f"{kind} {name}", ConfigDefect(
-                number, f"service-policy type {kind} {name!r} names a policy-map that is not defined: {effect}",
-                f"policy-map type {kind} {name} with its classes, or a service-policy naming an existing one"))
-
-    def classify(policy: tuple[str, int] | None) -> tuple[dict[int, int] | None, Trust | None]:
-        if policy is None:
-            return None, None
-        name, number = policy
-        entry = st.qos_policies.get(name)
-        if entry is None:
-            r.warn(number, f"service-policy type qos {name!r} is not defined in this text; classification unknown")
-            undefined("qos", name, number, "ingress traffic is not classified, so RoCE and CNPs land in class-default")
-            return None, None
-        r.use(number)
-        if not entry.complete:
-            return None, None
-        trust: Trust | None = "pcp,dscp" if entry.uses_dscp and entry.uses_cos else (
-            "dscp" if entry.uses_dscp else ("pcp" if entry.uses_cos else None))
-        return entry.dscp, trust
-
-    def queuing(policy: tuple[str, int] | None) -> _Queuing | None:
-        if policy is None:
-            return None
-        name, number = policy
-        if name not in st.queuing:
-            r.warn(number, f"service-policy type queuing {name!r} is not defined in this text; scheduling unknown")
-            undefined("queuing", name, number, "the queues keep the default scheduling, without ECN or a strict CNP "
-                                               "queue")
-            return None
-        r.use(number)
-        return st.queuing[name] if st.queuing[name].complete else None
-
+    policies = Policies(r, st.qos_policies, st.queuing, whole=st.hostname is not None and bool(iface_blocks))
     # The MTU that matters is the lossless system class's; without one, the default class's.
     lossless_mtus = [m for g, m in st.class_mtu.items() if g in st.pfc_cos]
     st.nq_mtu = min(lossless_mtus) if lossless_mtus else st.class_mtu.get(0, next(iter(st.class_mtu.values()), None))
@@ -376,49 +323,9 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
     timers = Watchdog(bool(st.wd_on), detection_ms=interval * (st.wd_shutdown or 1.0),
                       restoration_ms=interval * (st.wd_restore or 1.0), action="drop", polling_ms=interval)
     pfc = frozenset(st.pfc_cos) if st.pfc_cos else None
-    system_dscp, system_trust = classify(st.system_qos)
-    system_q = queuing(st.system_queuing)
-    ports: list[PortQos] = []
-    for block, names in iface_blocks:
-        mtu: int | None = None
-        port_pfc: frozenset[int] | None = None
-        wd: bool | None = None
-        qos_policy = queue_policy = None
-        acl = None
-        routed: bool | None = None
-        for line in block.children:
-            lw, lwhere = line.words, line.where(source)
-            with r.statement(line.line):
-                if lw == ["no", "switchport"] or lw[:2] in (["ip", "address"], ["ipv6", "address"]):
-                    routed = True
-                elif lw == ["switchport"] or lw[:2] == ["switchport", "mode"]:
-                    routed = False
-                elif lw[0] == "mtu" and len(lw) == 2:
-                    mtu = parse_int(lw[1], lwhere, what="mtu", lo=68, hi=65535)
-                elif lw[:2] == ["priority-flow-control", "mode"] and len(lw) >= 3:
-                    port_pfc = {"on": pfc, "off": frozenset()}.get(lw[2])
-                elif lw[:2] == ["priority-flow-control", "watch-dog-interval"] and len(lw) == 3:
-                    wd = lw[2] == "on"
-                elif lw[:3] == ["service-policy", "type", "qos"] and "input" in lw:
-                    qos_policy = (lw[-1], line.line)
-                elif lw[:3] == ["service-policy", "type", "queuing"] and "output" in lw:
-                    queue_policy = (lw[-1], line.line)
-                elif lw[0] in ("ip", "ipv4") and lw[1:2] == ["access-group"] and len(lw) == 4 and lw[3] == "in":
-                    acl = lw[2]
-                else:
-                    continue
-                r.use(line.line)
-        dscp, trust = classify(qos_policy)
-        q = queuing(queue_policy)
-        for name in names:
-            ports.append(PortQos(
-                name=name, mtu=mtu, pfc_priorities=port_pfc, trust=trust, dscp_to_priority=dscp,
-                ecn=dict(q.ecn) if q else None, strict_queues=frozenset(q.strict) if q else None,
-                queue_weights=dict(q.weights) if q else None, routed=routed,
-                watchdog=None if wd is None else Watchdog(wd, timers.detection_ms, timers.restoration_ms,
-                                                          timers.action, timers.polling_ms),
-                acl_in=acl,
-            ))
+    system_dscp, system_trust = policies.classify(st.system_qos)
+    system_q = policies.queuing(st.system_queuing)
+    ports = [port for block, names in iface_blocks for port in interface_ports(block, names, policies, pfc, timers)]
     return Deployed(
         device=device or st.hostname or device_from_source(source), kind="switch", format=FORMAT, source=source,
         dscp_to_priority=system_dscp or {}, priority_to_queue=dict(st.cos_to_queue), pfc_priorities=pfc,
@@ -432,5 +339,5 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
         dscp_conflicts={d: frozenset(g) for d, g in st.conflicts.items()},
         complete=st.hostname is not None and bool(iface_blocks),
         notes=tuple(st.notes),
-        defects=tuple(defects.values()),
+        defects=tuple(policies.defects.values()),
     )
