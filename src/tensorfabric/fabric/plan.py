@@ -9,9 +9,9 @@ plan it came from (the round-trip tests do exactly that).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from tensorfabric import roce
 from tensorfabric.errors import InputError
@@ -23,6 +23,7 @@ from tensorfabric.fabric.spec.qos import WatchdogPlan
 __all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_plans", "switch_plans"]
 
 
+_T = TypeVar("_T")
 NcclEnvFor = Callable[..., Mapping[str, str]]
 """``(host_nics: Sequence[Nic], *, roce_dscp: int) -> Mapping[str, str]``: the host doctor's ``nccl_env_for_nics``.
 It is called with ``roce_dscp`` as a keyword so both keyword-only and positional implementations fit, and must be a
@@ -149,6 +150,8 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
     default_dscp = qos.dscp_to_priority()
     rooms: dict[tuple[Any, ...], HeadroomResult | None] = {}
     ecn_by_speed: dict[float, Any] = {}  # qos.ecn_for is a scan of the ECN profiles; a fabric has a few speeds
+    ecn_records: dict[tuple[int, bool], EcnProfile] = {}  # one record per (spec profile, on): ports share them
+    checked: set[str] = set()  # names already found safe: a host is the peer of one port, a port name recurs
     for sw in spec.switches:
         over = sw.qos
         dscp = default_dscp | dict(over.dscp_map or {})
@@ -156,7 +159,9 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
         ports: list[PortPlan] = []
         for name in _switch_ports(spec, sw):
             endpoint = f"{sw.name}:{name}"
-            _check_name(name, f"switches[{sw.name}].ports")
+            if name not in checked:
+                _check_name(name, f"switches[{sw.name}].ports")
+                checked.add(name)
             link = spec.link_at(endpoint)
             speed = (spec.link_speed(link) if link else spec.port_speed(endpoint)) or 0.0
             mtu = spec.port_mtu(endpoint)
@@ -174,11 +179,17 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
                     ecn_by_speed[speed] = qos.ecn_for(speed)
                 profile = ecn_by_speed[speed]
             peer = spec.peer_of(endpoint) or ""
-            _check_name(peer, f"link peer of {endpoint}")
+            if peer not in checked:
+                _check_name(peer, f"link peer of {endpoint}")
+                checked.add(peer)
+            ecn = ecn_records.get((id(profile), ecn_on))  # profiles belong to the spec, so their ids are theirs
+            if ecn is None:
+                ecn = ecn_records[(id(profile), ecn_on)] = EcnProfile(profile.kmin, profile.kmax, float(profile.pmax),
+                                                                  ecn_on)
             ports.append(PortPlan(
                 name=name, peer=peer, speed_bps=speed, mtu=mtu,
                 cable_length_m=spec.configured_cable_m(endpoint), lossless=link.lossless if link else True,
-                headroom=headroom, ecn=EcnProfile(profile.kmin, profile.kmax, float(profile.pmax), ecn_on),
+                headroom=headroom, ecn=ecn,
                 xon_offset=xon_offset, dynamic_th=dynamic_th,
             ))
         strict = over.strict_priorities if over.strict_priorities is not None else (
@@ -197,57 +208,88 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
 
 
 def _nccl_env(spec: FabricSpec, host: HostSpec, nccl_env_for: NcclEnvFor | None,
-              memo: dict[Any, Mapping[str, str]]) -> dict[str, str]:
+              memo: dict[Any, Mapping[str, str]]) -> Mapping[str, str]:
+    """The host's NCCL variables; hosts with equal NICs and NCCL settings get the same (shared, read-only) mapping."""
     qos = spec.qos
     plan = spec.nccl_for(host)
-    env: dict[str, str] = {}
     if nccl_env_for is not None:
-        topo = spec.to_topology().device(host.name)
-        nics = tuple(getattr(topo, "nics", ()))
+        nics = spec.topology_nics(host)
         # Hosts with equal NICs (every host of a starter fabric) share one derivation.
-        key = (nics, qos.roce.dscp[0])
+        key: tuple[Any, ...] = (nics, qos.roce.dscp[0])
         if key not in memo:
             memo[key] = nccl_env_for(nics, roce_dscp=qos.roce.dscp[0])
-        env.update(memo[key])
     else:
-        rdma = [n.rdma_device for n in host.nics if n.rdma_device]
-        if rdma:
-            env["NCCL_IB_HCA"] = "=" + ",".join(f"{dev}:1" for dev in rdma)
-        env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(n.netdev for n in host.nics)
+        rdma = tuple(n.rdma_device for n in host.nics if n.rdma_device)
+        netdevs = tuple(n.netdev for n in host.nics)
+        key = ("plain", rdma, netdevs)
+        if key not in memo:
+            memo[key] = ({"NCCL_IB_HCA": "=" + ",".join(f"{dev}:1" for dev in rdma)} if rdma else {}) | {
+                "NCCL_SOCKET_IFNAME": "=" + ",".join(netdevs)}
+    derived = memo[key]
     # The spec is the plan of record for what it pins (the traffic class above all): it must agree with the
     # switches, so it overrides what was derived from the NICs.
     pinned = memo.get(id(plan))
     if pinned is None:
         pinned = memo[id(plan)] = qos.nccl_env(plan)
-    env.update(pinned)
-    return dict(sorted(env.items()))
+    merged = ("env", id(derived), id(pinned))  # both live in the memo for the whole call, so their ids stay theirs
+    env = memo.get(merged)
+    if env is None:
+        env = memo[merged] = dict(sorted({**derived, **pinned}.items()))
+    return env
+
+
+class _Interned:
+    """One object per distinct value within one ``host_plans`` call: hosts of a large fabric are mostly alike,
+    and a renderer given the same NIC records and NCCL mapping for two hosts renders their bodies once (see
+    :func:`tensorfabric.fabric.renderers.host.render`). Keys hold the objects they name by ``id`` alive in
+    ``self.values``, so an id is never reused within the call."""
+
+    def __init__(self) -> None:
+        self.values: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        value: _T | None = self.values.get(key)
+        if value is None:
+            value = self.values[key] = make()
+        return value
+
+
+def _nic_plan(spec: FabricSpec, host: HostSpec, nic: Any, default_dscp: dict[int, int], tclass: int,
+              interned: _Interned) -> NicPlan:
+    qos = spec.qos
+    over = nic.qos
+    endpoint = f"{host.name}:{nic.netdev}"
+    extra = tuple(sorted(over.dscp_map.items())) if over.dscp_map else ()
+    full = interned.get(("dscp", extra), lambda: dict(sorted((default_dscp | dict(extra)).items())))
+    moved = interned.get(("moved", id(full)), lambda: {
+        d: p for d, p in full.items() if p != roce.default_priority(d)})
+    storm = over.storm_prevention_ms if over.storm_prevention_ms is not None else qos.nic_storm_prevention_ms
+    pfc = tuple(sorted(over.pfc_priorities if over.pfc_priorities is not None else qos.lossless_priorities))
+    ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
+    fields = dict(
+        netdev=nic.netdev, rdma_device=nic.rdma_device, speed_bps=spec.port_speed(endpoint) or 0.0,
+        mtu=spec.port_mtu(endpoint), cable_length_m=spec.configured_cable_m(endpoint),
+        trust=over.trust or qos.trust, pfc=pfc, dscp_to_priority=moved, dscp_explicit=full, vendor=nic.vendor,
+        cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
+        cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,
+        ecn_priorities=pfc if ecn_on else (), storm_prevention_ms=storm, roce_tclass=tclass,
+        link_pause=bool(over.link_pause), dcbx=(over.dcbx or qos.dcbx).owner)
+    # By type as well as value: 400 and 400.0 are equal keys but would not render alike.
+    key = ("nic", *((id(v) if isinstance(v, dict) else (v.__class__, v)) for v in fields.values()))
+    return interned.get(key, lambda: NicPlan(**fields))
 
 
 def host_plans(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list[HostPlan]:
+    """One plan per host, in spec order. Equal values are shared: two hosts with equal NICs get the same
+    ``nics`` tuple and ``nccl_env`` mapping (records are frozen; the mappings are never changed after this)."""
     qos = spec.qos
     plans: list[HostPlan] = []
     default_dscp = qos.dscp_to_priority()
     envs: dict[Any, Mapping[str, str]] = {}
+    interned = _Interned()
     for host in spec.hosts:
-        nics: list[NicPlan] = []
-        for nic in host.nics:
-            over = nic.qos
-            endpoint = f"{host.name}:{nic.netdev}"
-            full = default_dscp | dict(over.dscp_map or {})
-            storm = over.storm_prevention_ms if over.storm_prevention_ms is not None else qos.nic_storm_prevention_ms
-            pfc = tuple(sorted(over.pfc_priorities if over.pfc_priorities is not None else qos.lossless_priorities))
-            ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
-            nics.append(NicPlan(
-                netdev=nic.netdev, rdma_device=nic.rdma_device, speed_bps=spec.port_speed(endpoint) or 0.0,
-                mtu=spec.port_mtu(endpoint), cable_length_m=spec.configured_cable_m(endpoint),
-                trust=over.trust or qos.trust, pfc=pfc,
-                dscp_to_priority={d: p for d, p in sorted(full.items()) if p != roce.default_priority(d)},
-                dscp_explicit=dict(sorted(full.items())), vendor=nic.vendor,
-                cnp_dscp=over.cnp_dscp if over.cnp_dscp is not None else qos.cnp.dscp,
-                cnp_priority=over.cnp_priority if over.cnp_priority is not None else qos.cnp.priority,
-                ecn_priorities=pfc if ecn_on else (), storm_prevention_ms=storm,
-                roce_tclass=qos.nccl_tc(spec.nccl_for(host)), link_pause=bool(over.link_pause),
-                dcbx=(over.dcbx or qos.dcbx).owner,
-            ))
-        plans.append(HostPlan(host.name, tuple(nics), _nccl_env(spec, host, nccl_env_for, envs)))
+        tclass = qos.nccl_tc(spec.nccl_for(host))
+        nic_plans = tuple(_nic_plan(spec, host, nic, default_dscp, tclass, interned) for nic in host.nics)
+        nics: tuple[NicPlan, ...] = interned.values.setdefault(("nics", *map(id, nic_plans)), nic_plans)
+        plans.append(HostPlan(host.name, nics, _nccl_env(spec, host, nccl_env_for, envs)))
     return plans

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.plan import HostPlan, NcclEnvFor, SwitchPlan, host_plans, switch_plans
@@ -38,10 +39,13 @@ class _Renderer:
     target: str
     extension: str
     render: Callable[..., str]
+    """``render(plan)``, or ``render(plan, memo)`` where the module sets ``SHARES = True``: one ``memo`` dict is
+    shared by every device of the target in one render, for what alike devices have in common."""
+    shares: bool = False
 
 
 def _entry(module: ModuleType) -> _Renderer:
-    return _Renderer(module.TARGET, module.EXTENSION, module.render)
+    return _Renderer(module.TARGET, module.EXTENSION, module.render, getattr(module, "SHARES", False))
 
 
 RENDERERS: Registry[_Renderer] = Registry("NOS")
@@ -62,6 +66,7 @@ class Rendered:
 def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> list[Rendered]:
     """Render every device in memory, switches first, in spec order."""
     out: list[Rendered] = []
+    memos: dict[str, dict[Any, Any]] = {}
     plans: list[SwitchPlan | HostPlan] = [*switch_plans(spec), *host_plans(spec, nccl_env_for)]
     for plan in plans:
         if isinstance(plan, SwitchPlan):
@@ -71,7 +76,9 @@ def render_fabric(spec: FabricSpec, nccl_env_for: NcclEnvFor | None = None) -> l
             renderer = RENDERERS.get(plan.nos)
         else:
             renderer = HOST_RENDERER
-        out.append(Rendered(plan.name, renderer.target, f"{plan.name}.{renderer.extension}", renderer.render(plan)))
+        text = (renderer.render(plan, memos.setdefault(renderer.target, {})) if renderer.shares
+                else renderer.render(plan))
+        out.append(Rendered(plan.name, renderer.target, f"{plan.name}.{renderer.extension}", text))
     return out
 
 

@@ -31,6 +31,7 @@ NIC_DIALECTS: Registry[Callable[[str, NicPlan], list[str]]] = Registry(
 
 TARGET = "host"
 EXTENSION = "sh"
+SHARES = True  # render(plan, memo): alike devices of one render share their common part
 NCCL_CONF = "/etc/nccl.conf"
 ENV_PROFILE = "/etc/profile.d/tensorfabric-env.sh"
 """Variables that are not NCCL's (GLOO_SOCKET_IFNAME, UCX_...): NCCL would export them from its file too, but only
@@ -52,11 +53,25 @@ def _nic_lines(host: str, nic: NicPlan) -> list[str]:
     return dialect(host, nic)
 
 
-def render(plan: HostPlan) -> str:
+def render(plan: HostPlan, memo: dict[tuple[int, int], tuple[object, object, str]] | None = None) -> str:
+    """The host's script. ``memo``, shared over one fabric's hosts, holds what follows the lines that name the
+    host, by the identity of the plan's ``nics`` and ``nccl_env`` (``host_plans`` gives equal hosts the same
+    objects, so a fabric of alike hosts renders one body); each entry keeps those objects, so an id stays theirs."""
     host = name(plan.name, HOST, "hosts name")
-    out = ["#!/usr/bin/env bash", f"# {comment(plan.name, 'hosts name')}: host RoCE QoS, {GENERATED}",
-           f"# device: {host}",
-           "# Needs root and the NIC tools below (MLNX_OFED for ConnectX, iproute2 dcb otherwise); safe to run again.",
+    head = (f"#!/usr/bin/env bash\n# {comment(plan.name, 'hosts name')}: host RoCE QoS, {GENERATED}\n"
+            f"# device: {host}\n")
+    if memo is None:
+        return head + _body(plan)
+    key = (id(plan.nics), id(plan.nccl_env))
+    entry = memo.get(key)
+    if entry is None:
+        entry = memo[key] = (plan.nics, plan.nccl_env, _body(plan))
+    return head + entry[2]
+
+
+def _body(plan: HostPlan) -> str:
+    """Everything after the lines that name the host; ``plan.name`` is read only to name a field in an error."""
+    out = ["# Needs root and the NIC tools below (MLNX_OFED for ConnectX, iproute2 dcb otherwise); safe to run again.",
            "set -euo pipefail", ""]
     for nic in plan.nics:
         out += _nic_lines(plan.name, nic)

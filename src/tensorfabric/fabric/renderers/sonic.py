@@ -10,12 +10,14 @@ lossy TC 1 (sonic-buildimage ``qos_config.j2``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from tensorfabric import roce
 from tensorfabric.fabric.deployed import EcnProfile, Headroom
-from tensorfabric.fabric.plan import SwitchPlan
+from tensorfabric.fabric.plan import PortPlan, SwitchPlan
 from tensorfabric.fabric.renderers._escape import json_text
 from tensorfabric.fabric.renderers._text import metres, number, speed_label
 
@@ -23,6 +25,7 @@ __all__ = ["EXTENSION", "TARGET", "render"]
 
 TARGET = "sonic"
 EXTENSION = "json"
+SHARES = True  # render(plan, memo): alike devices of one render share their common part
 _MAP = "ROCE"
 _PRIORITIES = range(8)
 _Table = dict[str, dict[str, str]]
@@ -126,12 +129,53 @@ def _buffers(plan: SwitchPlan) -> tuple[_Table, _Table]:
     return buffer_profiles, pgs
 
 
-def render(plan: SwitchPlan) -> str:
-    lossless = plan.lossless
-    db: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": json_text(plan.name, "switches name")}}}
-    db["PORT"] = {json_text(p.name, f"switches[{plan.name}].ports"): {
+def render(plan: SwitchPlan, memo: dict[tuple[Any, ...], list[str]] | None = None) -> str:
+    """The switch's CONFIG_DB fragment. ``memo``, shared over one fabric's switches, keeps every table after PORT
+    (the only tables that name the switch or its peers) by the rest of the plan: the leaves of a large fabric
+    differ in little else than their name and the hosts cabled to them."""
+    head: dict[str, Any] = {"DEVICE_METADATA": {"localhost": {"hostname": json_text(plan.name, "switches name")}}}
+    head["PORT"] = {json_text(p.name, f"switches[{plan.name}].ports"): {
         "speed": str(int(p.speed_bps // 1_000_000)), "mtu": str(p.mtu),
         "description": json_text(p.peer, "link peer")} for p in plan.ports}
+    try:
+        if memo is None:
+            rest = _parts(_tables(plan), {})
+        else:
+            key = _rest_key(plan)
+            rest = memo.get(key) or memo.setdefault(key, _parts(_tables(plan), {}))
+        return "{\n" + ",\n".join(_parts(head, {}) + rest) + "\n}\n"
+    except TypeError:  # a value _dumps does not write (or a key that cannot be hashed): the standard encoder
+        return json.dumps(head | _tables(plan), indent=2) + "\n"
+
+
+_PLAN_FIELDS = tuple(f.name for f in dataclass_fields(SwitchPlan) if f.name not in ("name", "ports"))
+_PORT_FIELDS = tuple(f.name for f in dataclass_fields(PortPlan) if f.name != "peer")
+
+
+def _rest_key(plan: SwitchPlan) -> tuple[Any, ...]:
+    """Every field ``_tables`` may read, as one hashable value: the plan's and each port's fields but the names
+    and peers, mappings as item tuples, each scalar with its type (``400`` and ``400.0`` are equal keys, but
+    ``str()`` writes them apart)."""
+    top = tuple(tuple(v.items()) if isinstance(v, Mapping) else v
+                for v in (getattr(plan, name) for name in _PLAN_FIELDS))
+    ports = tuple(tuple(getattr(port, name) for name in _PORT_FIELDS) for port in plan.ports)
+    return top, tuple(map(type, top)), ports, tuple(tuple(map(type, port)) for port in ports)
+
+
+def _parts(tables: dict[str, Any], memo: dict[Any, str]) -> list[str]:
+    """The top-level members of ``_dumps(tables)``, one string each, so documents can be put together from them."""
+    return [f"  {encode_basestring_ascii(key)}: {_dumps(value, '  ', memo) if value.__class__ is dict else _bad(value)}"
+            for key, value in tables.items()]
+
+
+def _bad(value: Any) -> str:
+    raise TypeError(value)
+
+
+def _tables(plan: SwitchPlan) -> dict[str, Any]:
+    """Every table after PORT; reads neither the switch's name nor its ports' peers."""
+    lossless = plan.lossless
+    db: dict[str, Any] = {}
     if plan.trust == "dscp":
         db["DSCP_TO_TC_MAP"] = {_MAP: _ints({d: plan.dscp_to_priority.get(d, 0) for d in range(64)})}
     else:
@@ -169,7 +213,4 @@ def render(plan: SwitchPlan) -> str:
                                      "detection_time": number(wd.detection_ms or roce.PFCWD_DETECTION_MS),
                                      "restoration_time": number(wd.restoration_ms or roce.PFCWD_RESTORATION_MS)}
     db["PFC_WD"] = pfc_wd
-    try:
-        return _dumps(db) + "\n"
-    except TypeError:
-        return json.dumps(db, indent=2) + "\n"
+    return db

@@ -249,7 +249,18 @@ class FabricSpec(SpecModel):
             return None
         return link.b if link.a == endpoint else link.a
 
+    @cached_property
+    def _speeds(self) -> dict[str, float | None]:
+        return {}  # filled by port_speed: plans, topology and headroom ask for each endpoint several times
+
     def port_speed(self, endpoint: str) -> float | None:
+        speeds = self._speeds
+        if endpoint in speeds:
+            return speeds[endpoint]
+        speed = speeds[endpoint] = self._port_speed(endpoint)
+        return speed
+
+    def _port_speed(self, endpoint: str) -> float | None:
         device, _, port = endpoint.partition(":")
         sw = self.switch(device)
         if sw is not None:
@@ -299,14 +310,19 @@ class FabricSpec(SpecModel):
         """The fabric as :mod:`tensorfabric.topology` sees it; built once per (frozen) spec."""
         return self._topology
 
+    def topology_nics(self, host: HostSpec) -> tuple[topology.Nic, ...]:
+        """``host``'s NICs as :mod:`tensorfabric.topology` sees them (what ``to_topology()`` gives the host), without
+        building the whole fabric: a render asks for them host by host."""
+        nics = []
+        for n in host.nics:
+            endpoint = f"{host.name}:{n.netdev}"
+            speed = self.port_speed(endpoint) or self._cabled_speed(host.name, n.netdev)
+            nics.append(topology.Nic(n.netdev, speed, n.rdma_device, n.vendor, n.model, self.port_mtu(endpoint)))
+        return tuple(nics)
+
     @cached_property
     def _topology(self) -> topology.Fabric:
-        hosts = tuple(
-            topology.Host(h.name, tuple(
-                topology.Nic(n.netdev, self.port_speed(f"{h.name}:{n.netdev}") or self._cabled_speed(h.name, n.netdev),
-                             n.rdma_device, n.vendor, n.model, self.port_mtu(f"{h.name}:{n.netdev}"))
-                for n in h.nics), h.gpus)
-            for h in self.hosts)
+        hosts = tuple(topology.Host(h.name, self.topology_nics(h), h.gpus) for h in self.hosts)
         switches = tuple(
             topology.Switch(s.name, s.role, s.nos, tuple(
                 topology.Port(p.name, self.port_speed(f"{s.name}:{p.name}") or self._cabled_speed(s.name, p.name),
