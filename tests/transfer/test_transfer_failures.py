@@ -136,3 +136,16 @@ def test_a_stopped_rank_ends_the_launch_within_its_timeout_plus_two_seconds() ->
     elapsed = time.monotonic() - t0
     assert elapsed < 4 + 2, f"the launch took {elapsed:.1f} s with --timeout 4 s"  # a bound, the acceptance's
     assert "timed out after 4 s" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_line_says_whether_the_other_ranks_failed_on_their_own_or_were_stopped() -> None:
+    from tensorfabric.transfer.spawn import RankFailure
+
+    dead = RankFailure(0, "", "process exited with code -9 without a result")
+    raised = RankFailure(1, "TransferError", "recv from rank 0 timed out")
+    stopped = RankFailure(2, "", "was stopped after the first failure")
+    assert str(SpawnError("x", {0: dead, 1: raised}, first=0)) == \
+        "rank 0 process exited with code -9 without a result (1 other rank failed too)"
+    assert str(SpawnError("x", {0: dead, 2: stopped}, first=0)).endswith("(1 other rank stopped after it)")
+    assert str(SpawnError("x", {0: dead, 1: raised, 2: stopped}, first=0)).endswith(
+        "(2 other ranks: 1 failed too, 1 stopped after it)")

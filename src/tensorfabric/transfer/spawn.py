@@ -113,10 +113,16 @@ class SpawnError(TransferError):
         head = self.causes.get(first) if first is not None else None
         head = head or next((c for c in self.causes.values() if c.error), None) or next(iter(self.causes.values()),
                                                                                       None)
-        others = len(self.causes) - 1
         text = head.line() if head is not None else message
-        if others > 0:
-            text += f" ({others} other rank{'s' if others > 1 else ''} stopped after it)"
+        rest = [c for c in self.causes.values() if c is not head]
+        if rest:
+            # Say what the others did: a rank that raised its own error (a peer's timeout naming the dead rank)
+            # is not one the launcher stopped, and a user reading "stopped" would look for the wrong cause.
+            raised = sum(1 for c in rest if c.error)
+            kinds = [(n, what) for n, what in ((raised, "failed too"), (len(rest) - raised, "stopped after it")) if n]
+            noun = "other rank" if len(rest) == 1 else "other ranks"
+            text += (f" ({len(rest)} {noun} {kinds[0][1]})" if len(kinds) == 1 else
+                     f" ({len(rest)} {noun}: {', '.join(f'{n} {what}' for n, what in kinds)})")
         if any(c.native.strip() for c in self.causes.values()):
             text += "; the ranks' native library output is shown with --debug"
         # A launch target that words its own line (the lab names its spec) keeps it, and its own detail.
