@@ -178,3 +178,10 @@ def test_state_file_may_only_name_its_own_namespaces() -> None:
     evil["namespaces"] = ["tf-own-h0", "tf-other-h0"]
     with pytest.raises(LabError, match="must be a list of names starting with 'tf-own-'"):
         LabState.from_json(json.dumps(evil), "s")
+
+
+def test_leaves_and_spines_left_out_are_the_topologys_own() -> None:
+    assert (LabSpec.create(name="d", hosts=4, rate="1gbit", topology="leafspine").leaves,
+            LabSpec.create(name="d", hosts=4, rate="1gbit", topology="leafspine").spines) == (2, 2)
+    star = LabSpec.create(name="d", hosts=4, rate="1gbit", leaves=1)
+    assert (star.leaves, star.spines) == (1, 1)

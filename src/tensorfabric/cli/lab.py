@@ -54,11 +54,7 @@ def _up(name: str, hosts: int, rate: float, topology: str, leaves: int | None, s
         uplink_rate: float | None, mtu: int, subnet: str, as_json: bool, checkpoint: Callable[[], None]) -> None:
     from tensorfabric.lab import Lab
 
-    if topology == "leafspine":
-        # `is None`, not `or`: an explicit 0 is the user's value and the spec must reject it, not a default.
-        leaves, spines = 2 if leaves is None else leaves, 2 if spines is None else spines
-    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=1 if leaves is None else leaves,
-              spines=1 if spines is None else spines,
+    lab = Lab(hosts=hosts, rate=rate, name=name, topology=topology, leaves=leaves, spines=spines,
               uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)
     checkpoint()
     lab.up(persistent=True)

@@ -74,8 +74,9 @@ class Lab:
     """A lab of network namespaces. ``Lab(...)`` only validates; :meth:`up` (or ``with``) builds it."""
 
     def __init__(self, hosts: int = 2, rate: str | float = "1gbit", *, name: str | None = None,
-                 topology: str = "star", leaves: int = 1, spines: int = 1, uplink_rate: str | float | None = None,
-                 mtu: int = DEFAULT_MTU, subnet: str = DEFAULT_SUBNET, state_dir: str | os.PathLike[str] | None = None,
+                 topology: str = "star", leaves: int | None = None, spines: int | None = None,
+                 uplink_rate: str | float | None = None, mtu: int = DEFAULT_MTU, subnet: str = DEFAULT_SUBNET,
+                 state_dir: str | os.PathLike[str] | None = None,
                  netlink: Netlink | None = None, on_step: StepHook | None = None) -> None:
         spec = LabSpec.create(name=name or _auto_name(), hosts=hosts, rate=rate, topology=topology, leaves=leaves,
                               spines=spines, uplink_rate=uplink_rate, mtu=mtu, subnet=subnet)

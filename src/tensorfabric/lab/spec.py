@@ -42,6 +42,8 @@ DEFAULT_MTU = 9000
 MAX_HOSTS = 64
 MAX_LEAVES = 16
 MAX_SPINES = 8
+LEAFSPINE_DEFAULT = (2, 2)
+"""Leaves and spines of a leaf-spine lab when not given: the smallest with two paths between racks (ECMP)."""
 MIN_RATE_BPS = 1e5
 MAX_RATE_BPS = 32e9
 MIN_MTU, MAX_MTU = 576, 9000
@@ -99,17 +101,22 @@ class LabSpec:
     """IPv4 network the lab's addresses come from."""
 
     @classmethod
-    def create(cls, *, name: str, hosts: int, rate: str | float, topology: str = "star", leaves: int = 1,
-               spines: int = 1, uplink_rate: str | float | None = None, mtu: int = DEFAULT_MTU,
+    def create(cls, *, name: str, hosts: int, rate: str | float, topology: str = "star", leaves: int | None = None,
+               spines: int | None = None, uplink_rate: str | float | None = None, mtu: int = DEFAULT_MTU,
                subnet: str = DEFAULT_SUBNET) -> LabSpec:
-        """Validate user-facing values (unit strings allowed) and build the spec."""
+        """Validate user-facing values (unit strings allowed) and build the spec. ``leaves``/``spines`` left out
+        are the topology's own: one switch for a star, :data:`LEAFSPINE_DEFAULT` for a leaf-spine."""
         validate_name(name)
         _bounded_int(hosts, "hosts", 1, MAX_HOSTS)
         rate_bps = _rate(rate, "rate")
         if topology not in TOPOLOGIES:
             raise InputError(f"topology: {topology!r} is not one of {', '.join(TOPOLOGIES)}")
-        if topology == "star" and (leaves != 1 or spines != 1 or uplink_rate is not None):
+        if topology == "star" and (leaves not in (None, 1) or spines not in (None, 1) or uplink_rate is not None):
             raise InputError("--leaves, --spines and --uplink-rate only apply to --topology leafspine")
+        # `is None`, not `or`: an explicit 0 is the user's value, refused below, not a default.
+        default = LEAFSPINE_DEFAULT if topology == "leafspine" else (1, 1)
+        leaves = default[0] if leaves is None else leaves
+        spines = default[1] if spines is None else spines
         _bounded_int(leaves, "leaves", 1, MAX_LEAVES)
         _bounded_int(spines, "spines", 1, MAX_SPINES)
         if topology == "leafspine" and leaves > hosts:
