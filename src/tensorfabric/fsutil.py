@@ -285,14 +285,13 @@ class _Staging:
     """
 
     def __init__(self) -> None:
-        self.dirs: dict[Path, str] = {}
+        self.dirs: dict[str, str] = {}
 
-    def write(self, index: int, target: Path, data: bytes, mode: int | None) -> str:
-        directory = target.parent
+    def write(self, index: int, target: str, directory: str, data: bytes, mode: int | None) -> str:
         try:
             staging = self.dirs.get(directory)
             if staging is None:
-                directory.mkdir(parents=True, exist_ok=True)
+                os.makedirs(directory, exist_ok=True)
                 staging = tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-", dir=directory)
                 self.dirs[directory] = staging
             staged = os.path.join(staging, str(index))
@@ -323,32 +322,36 @@ def write_files(files: Iterable[tuple[str | os.PathLike[str], str | bytes, int |
     message says so.
     """
     items = list(files)
-    pending: list[tuple[str, Path]] = []
+    # Paths as strings (os.path) until the end: a pathlib object or two per file was a visible share of writing
+    # thousands of small files.
+    targets = [os.fspath(path) for path, _, _ in items]
+    pending: list[tuple[str, int]] = []
     failure: tuple[int, OSError] | None = None
-    by_directory: dict[Path, set[str]] = {}
-    for path, _, _ in items:
-        target = Path(path)
-        by_directory.setdefault(target.parent, set()).add(target.name)
+    by_directory: dict[str, set[str]] = {}
+    for target in targets:
+        directory, name = os.path.split(target)
+        by_directory.setdefault(directory or ".", set()).add(name)
     for directory, names in by_directory.items():
-        _remove_stale_temps(directory, names)
+        _remove_stale_temps(Path(directory), names)
     staging = _Staging()
     written: list[Path] = []
     try:
-        for index, (path, content, mode) in enumerate(items):
+        for index, (_, content, mode) in enumerate(items):
             data = content.encode("utf-8") if isinstance(content, str) else content
-            target = Path(path)
+            target = targets[index]
             try:
-                pending.append((staging.write(index, target, data, mode), target))
+                pending.append((staging.write(index, target, os.path.dirname(target) or ".", data, mode), index))
             except OSError as error:
                 failure = (index, error)
                 break
         os.sync()
-        for staged, target in pending:
+        for staged, index in pending:
             try:
-                os.replace(staged, target)
+                os.replace(staged, targets[index])
             except OSError as exc:
-                raise OSError(exc.errno, exc.strerror, str(target)) from exc
-            written.append(target)
+                raise OSError(exc.errno, exc.strerror, targets[index]) from exc
+            path = items[index][0]
+            written.append(path if isinstance(path, Path) else Path(path))
     finally:
         staging.remove()
     if failure is not None:

@@ -6,17 +6,18 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from tensorfabric import units
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding, sort_key
 from tensorfabric.jsonable import json_default
+
+if TYPE_CHECKING:  # rich is imported where output is drawn: verbs that write files or JSON never load it
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = [
     "DURATION",
@@ -66,6 +67,8 @@ cell is folded, so a rule id, a command in the fix column or a sysfs path can be
 
 def console(stream: TextIO | None = None) -> Console:
     """A rich console on stdout (or ``stream``) for human output; unbounded width when it is not a terminal."""
+    from rich.console import Console
+
     out = stream or sys.stdout
     isatty = getattr(out, "isatty", None)
     wide = None if callable(isatty) and isatty() else PIPE_WIDTH
@@ -80,6 +83,8 @@ def emit_json(obj: Any, stream: TextIO | None = None) -> None:
 
 
 def findings_table(findings: Sequence[Finding], title: str = "Findings") -> Table:
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False)
     for col in ("severity", "rule", "subject", "message", "fix"):
         table.add_column(col, overflow="fold")
@@ -115,6 +120,9 @@ def progress(description: str, total: float | None, *, enabled: bool | None = No
 
         yield ignore
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(),
                TextColumn("{task.completed:.0f}/{task.total:.0f}"), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
