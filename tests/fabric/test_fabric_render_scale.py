@@ -78,14 +78,15 @@ def test_a_starter_spec_loads_as_safe_load_reads_it() -> None:
     assert load_yaml(text) == yaml.safe_load(text)
 
 
-@pytest.mark.parametrize("name", ["fabric.yaml", "fabric-reference.yaml", "fabric-dscp-mismatch.yaml"])
+@pytest.mark.parametrize("name", ["fabric.yaml", "fabric-reference.yaml", "fabric-dscp-mismatch.yaml", "mixed"])
 def test_memoised_headroom_is_headroom_for_port_on_every_switch_port(name: str) -> None:
-    # switch_plans computes headroom once per (ASIC, speed, cable, MTU): it must be what each port alone gives.
+    # switch_plans computes headroom once per (equal ASIC records, speed, cable, MTU): it must be what each port
+    # alone gives.
     from tensorfabric.fabric.headroom import headroom_for_port
     from tensorfabric.fabric.plan import switch_plans
     from tensorfabric.fabric.spec import load_spec
 
-    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / name)
+    spec = _mixed_spec() if name == "mixed" else load_spec(Path(__file__).resolve().parents[2] / "examples" / name)
     for plan in switch_plans(spec):
         for port in plan.ports:
             room = headroom_for_port(spec, f"{plan.name}:{port.name}")
@@ -93,6 +94,7 @@ def test_memoised_headroom_is_headroom_for_port_on_every_switch_port(name: str) 
                                                           else (None, 0))
             if room is not None and port.headroom is not None:
                 assert port.headroom.xon_bytes == room.xon_bytes
+                assert port.headroom.xoff_bytes in (room.xoff_bytes, port.headroom.size_bytes - room.xon_bytes)
 
 
 def test_sonic_json_encoder_writes_what_json_dumps_writes() -> None:
@@ -137,6 +139,7 @@ def _mixed_spec() -> Any:
     hosts[6]["nics"][0]["qos"] = {"ecn_enabled": False, "storm_prevention_ms": 200}
     switches["leaf2"]["qos"] = {"ecn": {"kmin": "100KB", "kmax": "1MB", "pmax": 20}, "pfc_priorities": [3, 4]}
     switches["leaf3"]["qos"] = {"watchdog": {"enabled": False}}
+    switches["spine2"]["asic"] = "spectrum3"  # headroom is shared between switches with equal ASIC records only
     switches["leaf4"]["ports"][1] = {"name": switches["leaf4"]["ports"][1], "cable_length": "12m"}
     return parse_spec(data)
 

@@ -17,7 +17,7 @@ from tensorfabric import roce
 from tensorfabric.errors import InputError
 from tensorfabric.fabric.deployed import EcnProfile, Headroom, Watchdog
 from tensorfabric.fabric.headroom import HeadroomResult, headroom_for_port
-from tensorfabric.fabric.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec
+from tensorfabric.fabric.spec import AsicSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
 from tensorfabric.fabric.spec.qos import WatchdogPlan
 
 __all__ = ["HostPlan", "NcclEnvFor", "NicPlan", "PortPlan", "SwitchPlan", "host_plans", "switch_plans"]
@@ -130,15 +130,16 @@ def _switch_ports(spec: FabricSpec, sw: SwitchSpec) -> list[str]:
     return names
 
 
-def _headroom(spec: FabricSpec, sw: SwitchSpec, endpoint: str, link: LinkSpec | None, speed: float, mtu: int,
+def _headroom(spec: FabricSpec, asic: AsicSpec, endpoint: str, link: LinkSpec | None, speed: float, mtu: int,
               memo: dict[tuple[Any, ...], HeadroomResult | None]) -> HeadroomResult | None:
     """``headroom_for_port(spec, endpoint)``, computed once per switch ASIC and port inputs: a leaf's ports share one
-    speed, cable length and MTU, and the headroom models were most of a large fabric's planning."""
+    speed, cable length and MTU, and the headroom models were most of a large fabric's planning. ``asic`` stands for
+    every switch whose ASIC record equals it (tables included), and lives as long as the memo."""
     if link is None:
         return None
     # Exactly what headroom_for_port reads for a switch port (tests/fabric/test_fabric_render_scale.py holds the
     # two equal on every port of the example specs).
-    key = (id(sw.asic), speed, spec.configured_cable_m(endpoint), link.cable_length_m, mtu)
+    key = (id(asic), speed, spec.configured_cable_m(endpoint), link.cable_length_m, mtu)
     if key not in memo:
         memo[key] = headroom_for_port(spec, endpoint)
     return memo[key]
@@ -152,7 +153,9 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
     ecn_by_speed: dict[float, Any] = {}  # qos.ecn_for is a scan of the ECN profiles; a fabric has a few speeds
     ecn_records: dict[tuple[int, bool], EcnProfile] = {}  # one record per (spec profile, on): ports share them
     checked: set[str] = set()  # names already found safe: a host is the peer of one port, a port name recurs
+    asics: dict[AsicSpec, AsicSpec] = {}  # the first of each set of equal ASIC records (leaves share one)
     for sw in spec.switches:
+        asic = asics.setdefault(sw.asic, sw.asic)
         over = sw.qos
         dscp = default_dscp | dict(over.dscp_map or {})
         ecn_on = over.ecn_enabled if over.ecn_enabled is not None else True
@@ -165,7 +168,7 @@ def switch_plans(spec: FabricSpec) -> list[SwitchPlan]:
             link = spec.link_at(endpoint)
             speed = (spec.link_speed(link) if link else spec.port_speed(endpoint)) or 0.0
             mtu = spec.port_mtu(endpoint)
-            room = _headroom(spec, sw, endpoint, link, speed, mtu, rooms)
+            room = _headroom(spec, asic, endpoint, link, speed, mtu, rooms)
             port_spec = sw.port(name)
             headroom = None
             xon_offset, dynamic_th = (room.xon_offset_bytes, room.dynamic_th or 0) if room is not None else (None, 0)
