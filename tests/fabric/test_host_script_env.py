@@ -4,9 +4,15 @@ does, lines printf writes into a ``*.conf`` as NCCL does. Shapes from published 
 
 from __future__ import annotations
 
-import pytest
+import re
+from collections.abc import Callable
 
+import pytest
+from hypothesis import given, settings
+
+from metamorphic import mutations
 from tensorfabric.fabric.parsers import parse_text
+from tensorfabric.host.nccl_conf import read_env_file
 
 # MLPerf-style config_common.sh: one export over continuation lines, one value quoted with a leading '='.
 MULTI = """\
@@ -80,3 +86,30 @@ def test_a_bash_x_trace_of_exports_reads_the_same() -> None:
     trace = "#!/bin/bash\n+ export NCCL_SOCKET_IFNAME==ens1f0np0\n+ export 'NCCL_IB_HCA==mlx5_0:1 '\n"
     assert dict(parse_text(trace, source="trace.sh").nccl_env) == {"NCCL_SOCKET_IFNAME": "=ens1f0np0",
                                                                    "NCCL_IB_HCA": "=mlx5_0:1 "}
+
+
+# A wrapper without continuation lines: prose a paste puts between two lines cannot split a command here.
+WRAPPER = """\
+#!/bin/bash
+GID=3
+export NCCL_IB_GID_INDEX=$GID NCCL_IB_TC=106  # RoCE v2, DSCP 26
+export NCCL_IB_HCA=$(ls /sys/class/infiniband | paste -sd,)
+printf '%s\\n' 'NCCL_SOCKET_IFNAME==ens2f0np0' 'NCCL_IB_TC = 104' > /etc/nccl.conf
+"""
+
+
+def _verdict(text: str) -> tuple[dict[str, str], list[str]]:
+    d = parse_text(text, source="host1.sh")
+    return dict(d.nccl_env), sorted(re.sub(r"^line \d+: ", "", w) for w in (d.read.warnings if d.read else ()))
+
+
+@settings(max_examples=25, deadline=None)
+@given(mutate=mutations(protect=lambda line: True))
+def test_script_variables_survive_envelopes_and_prose(mutate: Callable[[str], str]) -> None:
+    assert _verdict(mutate(WRAPPER)) == _verdict(WRAPPER)
+
+
+def test_a_ten_megabyte_export_is_refused_in_linear_time() -> None:
+    line = "export NCCL_ALGO=" + "ab'" * 3_400_000
+    env = read_env_file([(1, line), (2, "NCCL_IB_TC=106")], "shell")  # shlex would take a minute
+    assert dict(env.values) == {"NCCL_IB_TC": "106"} and "not read" in env.assignments[0].problem

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ENVIRONMENT", "ETC_NCCL_CONF", "Assignment", "ConfFile", "Dialect", "EnvFile", "NCCL_VALUE_MAX",
-           "NcclConf", "Shadowed", "nccl_conf_paths", "parse_nccl_conf", "read_assignment", "read_assignments",
-           "read_env_file", "read_exported", "read_nccl_conf"]
+__all__ = ["ENVIRONMENT", "ETC_NCCL_CONF", "SHELL_LINE_MAX", "Assignment", "ConfFile", "Dialect", "EnvFile",
+           "NCCL_VALUE_MAX", "NcclConf", "Shadowed", "nccl_conf_paths", "parse_nccl_conf", "read_assignment",
+           "read_assignments", "read_env_file", "read_exported", "read_nccl_conf"]
 
 Dialect = Literal["nccl", "shell"]
 NCCL_VALUE_MAX = 1023
@@ -44,6 +44,10 @@ NCCL_VALUE_MAX = 1023
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHELL = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)")
 _EXPORT = re.compile(r"export[ \t]+(.*)")
+_ASSIGNING = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]{0,255})=")
+SHELL_LINE_MAX = 4096
+"""Longest shell line judged: shlex walks characters in Python (a minute on a 10 MB line), and real assignments
+are a few hundred characters; a longer one is a warning, not read."""
 ETC_NCCL_CONF = "/etc/nccl.conf"
 ENVIRONMENT = "environment"
 """The origin of a value the process environment set (the files never override it)."""
@@ -81,6 +85,14 @@ def read_assignments(text: str, number: int, dialect: Dialect) -> tuple[Assignme
         found = _nccl(text, number)
         return () if found is None else (found,)
     stripped = text.strip()
+    if len(stripped) > SHELL_LINE_MAX and not stripped.startswith("#"):
+        assigning = _ASSIGNING.match(stripped)
+        if assigning is None:
+            return ()
+        name = assigning.group(1)
+        return (Assignment(number, name, stripped[:80], f"the line setting {name} is {len(stripped)} characters, "
+                           f"longer than the {SHELL_LINE_MAX} a shell value is judged at; it is not read",
+                           effective=False),)
     exported = _EXPORT.fullmatch(stripped)
     if exported is None:
         one = _shell(stripped, number)
