@@ -129,16 +129,19 @@ def test_doctor_json_says_where_each_value_came_from(clone: Clone, monkeypatch: 
 def test_env_keeps_what_a_file_sets_and_names_the_file(clone: Clone, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     root = clone("mlx5-roce")
-    write(root, USER_CONF.lstrip("/"), "NCCL_IB_TC=104")
+    write(root, USER_CONF.lstrip("/"), "NCCL_IB_TC=0")
     monkeypatch.setattr("tensorfabric.cli.env.user_home", lambda: HOME)
     monkeypatch.delenv("NCCL_IB_TC", raising=False)
     monkeypatch.delenv("NCCL_CONF_FILE", raising=False)
     assert main(["env", "--sysfs-root", str(root)]) == 0
-    out = capsys.readouterr().out
-    assert f"# NCCL_IB_TC kept as set in {USER_CONF}: '104'" in out and "export NCCL_IB_TC" not in out
+    captured = capsys.readouterr()
+    assert f"# NCCL_IB_TC kept as set in {USER_CONF}: '0'" in captured.out and "export NCCL_IB_TC" not in captured.out
+    assert f"warning: NCCL_IB_TC='0' is set in {USER_CONF}; the derived '106' was not applied; remove NCCL_IB_TC " \
+        f"from {USER_CONF}" in captured.err
     assert main(["env", "--sysfs-root", str(root), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["kept"] == {"NCCL_IB_TC": "104"} and data["kept_from"] == {"NCCL_IB_TC": USER_CONF}
+    assert data["kept"] == {"NCCL_IB_TC": "0"} and data["kept_from"] == {"NCCL_IB_TC": USER_CONF}
+    assert data["findings"][0]["evidence"]["file"] == USER_CONF
 
 
 def test_shell_export_may_set_several_variables() -> None:

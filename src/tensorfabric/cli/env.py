@@ -13,7 +13,8 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -21,6 +22,8 @@ import click
 from tensorfabric import roce
 from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
+from tensorfabric.findings import Finding
+from tensorfabric.host.nccl_conf import ENVIRONMENT
 
 __all__ = ["SYSFS_ROOT_ENV", "HostPlan", "cli", "plan_from_spec", "rdma_missing", "read_text_file",
            "require_rdma_here", "user_home"]
@@ -117,6 +120,17 @@ def _dotenv(name: str, value: str) -> str:
         f"{name}={json.dumps(value)}"
 
 
+def _named_file(finding: Finding, origin: Mapping[str, str]) -> Finding:
+    """A kept value that one of NCCL's files sets says so: the environment is not where to unset it."""
+    where = origin.get(finding.subject)
+    if finding.rule != "env.user-value-kept" or where is None or where == ENVIRONMENT:
+        return finding
+    return replace(finding, message=finding.message.replace(" is set in the environment;", f" is set in {where};"),
+                   evidence={**finding.evidence, "file": where},
+                   fix=f"remove {finding.subject} from {where} to use the derived value, or confirm "
+                       f"{finding.evidence.get('set')!r} is intended")
+
+
 @click.command("env")
 @click.option("--sysfs-root", default="/", show_default=True,
               help="The tree holding sys/, proc/, dev/ ('/', a capture) or its sys/ directory ('/sys').")
@@ -141,7 +155,6 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
     from tensorfabric.fsutil import locate_sysfs
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.gid_capture import parse_gid_capture
-    from tensorfabric.host.nccl_conf import ENVIRONMENT
     from tensorfabric.host.ncclenv import derive_env
 
     if require_rdma:
@@ -158,6 +171,7 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
                         rail_optimized=rail_optimized or plan.rail_optimized, nccl_version=nccl_version,
                         require_rdma=require_rdma,
                         gid_ports=[p.as_port() for p in captured if p.is_roce] if captured is not None else None)
+    result = replace(result, findings=tuple(_named_file(f, origin) for f in result.findings))
     if as_json or fmt == "json":
         from tensorfabric.cli._common import emit_json
 
