@@ -9,7 +9,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tensorfabric"
 BASE = {"errors", "units", "findings", "topology", "samples", "fsutil", "registry", "roce", "signals", "intake",
-        "metrics_catalogue", "jsonable", "yamlload"}
+        "metrics_catalogue", "jsonable", "yamlload", "jsonload"}
 NO_TORCH = {"fabric", "sim", "host", "telemetry", "lab"}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from tensorfabric.errors import ParseError
+from tensorfabric.jsonload import load_json
 
 __all__ = ["Alert", "Sample", "SampleKind", "labels_key", "new_sample"]
 
@@ -94,10 +95,7 @@ class Sample:
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "<sample>", line: int | None = None) -> Sample:
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise ParseError(f"not JSON: {exc}", source=source, line=line, excerpt=text) from exc
+        data = load_json(text, what="a sample as one JSON object", source=source, first_line=line or 1)
         return cls.from_dict(data, source=source, line=line)
 
 

@@ -17,7 +17,8 @@ import yaml
 from tensorfabric.errors import InputError
 from tensorfabric.fsutil import read_input
 
-__all__ = ["LOADER", "MAX_CHARS", "MAX_DEPTH", "SAFE_LOADER", "TooDeep", "TooLarge", "load_yaml", "read_yaml"]
+__all__ = ["LOADER", "MAX_CHARS", "MAX_DEPTH", "SAFE_LOADER", "TooDeep", "TooLarge", "check_depth", "load_yaml",
+           "read_yaml"]
 
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings taken. A fabric spec is about six levels deep; 64 leaves room for any
@@ -158,8 +159,9 @@ def _from_events(loader: Any) -> Any:
     return result
 
 
-def _check_depth(text: str) -> None:
-    """TooDeep for text nested past the cap, from the events alone (no recursion), before PyYAML builds it."""
+def check_depth(text: str) -> None:
+    """TooDeep for text nested past the cap, from the events alone (no recursion), before PyYAML builds it (or a
+    reader composes it for node lines)."""
     depth = 0
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.CollectionStartEvent):
@@ -188,7 +190,7 @@ def load_yaml(text: str) -> Any:
         pass
     finally:
         loader.dispose()
-    _check_depth(text)
+    check_depth(text)
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader (libyaml's when available)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -24,11 +23,11 @@ from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fleet.facts import HostReport, host_facts
 from tensorfabric.fsutil import read_input
 from tensorfabric.intake import Line, ReadReport, Tally, normalise
+from tensorfabric.jsonload import load_json
 
 __all__ = ["FORMAT", "ReportSet", "is_doctor_report", "read_report_text", "read_reports"]
 
 FORMAT = "doctor --json report"
-_DECODER = json.JSONDecoder()
 _JSON_LINE = re.compile(r'^\s*(?:[{}\[\]"]|-?\d|true\b|false\b|null\b)')
 
 
@@ -72,11 +71,11 @@ def _plain(data: bytes, source: str, name: str) -> tuple[list[HostReport], ReadR
         return None
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     try:
-        docs = [json.loads(data)]
-    except (ValueError, RecursionError):
+        docs = [load_json(data, what=FORMAT, source=source)]
+    except ValueError:
         try:
-            docs = [json.loads(line) for line in data.splitlines() if line.strip()]
-        except (ValueError, RecursionError):
+            docs = [load_json(line, what=FORMAT, source=source) for line in data.splitlines() if line.strip()]
+        except ValueError:
             return None
     if not docs or not all(is_doctor_report(d) for d in docs):
         return None
@@ -90,10 +89,9 @@ def _plain(data: bytes, source: str, name: str) -> tuple[list[HostReport], ReadR
 def _decode(text: str) -> Any:
     body = text.strip()
     try:
-        doc, end = _DECODER.raw_decode(body)
-    except (ValueError, RecursionError):
+        return load_json(body, what=FORMAT, source="")
+    except ValueError:
         return None
-    return doc if end == len(body) else None
 
 
 def _indent(text: str) -> int:

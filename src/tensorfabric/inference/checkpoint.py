@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from tensorfabric.errors import InputError, ParseError
 from tensorfabric.inference.integrity import Verification, check_finite, verify_files
+from tensorfabric.jsonload import load_json
 
 if TYPE_CHECKING:
     import torch
@@ -44,8 +45,10 @@ def _read_header(path: Path) -> dict[str, dict[str, object]]:
                 raise ParseError("file is shorter than the 8-byte safetensors header length", source=str(path))
             (length,) = struct.unpack("<Q", prefix)
             if length > size - 8 or length > 100_000_000:
-                raise ParseError(f"header length {length} exceeds the file size {size}", source=str(path))
-            header = json.loads(fh.read(length).decode("utf-8"))
+                raise ParseError(f"header length {length} exceeds the file size {size} or safetensors' cap of 100 MB",
+                                 source=str(path))
+            header = load_json(fh.read(length).decode("utf-8"), what="a safetensors header (a JSON object)",
+                               source=str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ParseError(f"not a safetensors file: {exc}", source=str(path)) from exc
     if not isinstance(header, dict):
@@ -135,7 +138,8 @@ def open_checkpoint(directory: Path, *, verify: bool = True) -> Checkpoint:
     index_path, single = directory / INDEX_NAME, directory / SINGLE_NAME
     if index_path.is_file():
         try:
-            weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = load_json(index_path.read_text(encoding="utf-8"), what="a safetensors index (a JSON object)",
+                                   source=str(index_path))["weight_map"]
             assert isinstance(weight_map, dict)
         except (OSError, KeyError, AssertionError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ParseError(f"not a safetensors index with a weight_map object: {exc!r}",

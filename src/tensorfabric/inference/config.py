@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import InputError, ParseError
+from tensorfabric.jsonload import load_json
 
 __all__ = ["FAMILIES", "ModelConfig", "RopeScaling", "load_config"]
 
@@ -191,7 +192,7 @@ def load_config(directory: Path) -> ModelConfig:
     if not path.is_file():
         raise InputError(f"{str(directory)!r} has no config.json; is it a Hugging Face checkpoint directory?")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = load_json(path.read_text(encoding="utf-8"), what="a Hugging Face config.json object", source=str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ParseError(f"not valid JSON: {exc}", source=str(path)) from exc
     return config_from_dict(raw, str(path))

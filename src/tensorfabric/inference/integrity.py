@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tensorfabric.errors import DataError, InputError
+from tensorfabric.jsonload import load_json
 
 if TYPE_CHECKING:
     import torch
@@ -111,8 +112,8 @@ def _sha256(path: Path) -> str:
 
 def _read_stamp(directory: Path) -> dict[str, object]:
     try:
-        stamp = json.loads((directory / STAMP_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        stamp = load_json((directory / STAMP_NAME).read_text(encoding="utf-8"), what="a stamp", source=STAMP_NAME)
+    except (OSError, ValueError):  # UnicodeDecodeError and JsonError are ValueErrors
         return {}
     return stamp if isinstance(stamp, dict) else {}
 

@@ -73,9 +73,12 @@ def chat_prompt(directory: Path, text: str) -> str:
     from jinja2 import TemplateError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    from tensorfabric.jsonload import load_json
+
     path = Path(directory) / "tokenizer_config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        config = (load_json(path.read_text(encoding="utf-8"), what="a tokenizer_config.json object", source=str(path))
+                  if path.is_file() else {})
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ParseError(f"not valid JSON: {exc}", source=str(path)) from exc
     template = config.get("chat_template") if isinstance(config, dict) else None

@@ -8,10 +8,11 @@ timestamp) are stripped wherever they appear; the two that look like ordinary te
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+
+from tensorfabric.jsonload import load_json
 
 __all__ = ["Envelope", "Prefix", "UNAMBIGUOUS", "dominant_prefix", "is_elision", "strip_emphasis", "unwrap"]
 
@@ -74,7 +75,7 @@ def _json(line: str) -> Stripped:
     if not (line.startswith("{") and line.rstrip().endswith("}") and '"' in line):
         return None
     try:
-        obj = json.loads(line)
+        obj = load_json(line, what="a JSON line", source="")
     except ValueError:
         return None
     if not isinstance(obj, dict):

@@ -22,6 +22,7 @@ from typing import Any
 
 from tensorfabric.errors import InputError, LabError
 from tensorfabric.fsutil import atomic_write_text
+from tensorfabric.jsonload import load_json
 from tensorfabric.lab.spec import LabSpec
 
 __all__ = ["DEFAULT_STATE_DIR", "LabState", "Owner", "StateStore", "default_state_dir"]
@@ -80,7 +81,7 @@ class LabState:
     @classmethod
     def from_json(cls, text: str, source: str) -> LabState:
         try:
-            data = json.loads(text)
+            data = load_json(text, what="a lab state file (this tool's JSON)", source=source)
             owner = data.get("owner")
             spec = LabSpec.from_dict(data["spec"])
             namespaces = data["namespaces"]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tensorfabric.errors import InputError, SimulationError
+from tensorfabric.jsonload import load_json
 from tensorfabric.sim import topologies
 from tensorfabric.sim.config import SimConfig
 from tensorfabric.sim.dcqcn import FirmwareDcqcn, PaperDcqcn
@@ -267,8 +268,8 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     rows = []
     for number, line in enumerate(keep.decode("utf-8", "replace").splitlines(), 1):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+            row = load_json(line, what="a sweep row", source=str(path), first_line=number)
+        except InputError:
             raise InputError(f"{path}:{number}: not a sweep row; it is not this tool's journal (use --force to "
                              "start over)") from None
         if not isinstance(row, dict) or "id" not in row:

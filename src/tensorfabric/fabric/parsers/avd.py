@@ -36,6 +36,7 @@ from tensorfabric.fabric.parsers._common import device_from_source
 from tensorfabric.fabric.parsers._read import Reading, markers
 from tensorfabric.fabric.parsers.eos import read as eos_read
 from tensorfabric.intake import Line, Tally, Text
+from tensorfabric.yamlload import check_depth
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -148,6 +149,7 @@ def _documents(r: Reading) -> tuple[list[MappingNode], tuple[int, ...], bool, li
     numbers = tuple(ln.number for ln in kept)
     for _ in range(4):
         try:
+            check_depth("\n".join(body))  # composing recurses once per level; TooDeep is a YAMLError with its line
             docs = [d for d in yaml.compose_all("\n".join(body), Loader=yaml.CSafeLoader) if isinstance(d, MappingNode)]
             return docs, numbers or (0,), cut, body
         except yaml.YAMLError as exc:

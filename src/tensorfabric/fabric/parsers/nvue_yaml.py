@@ -14,7 +14,6 @@ object printed on one line is read whole.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from functools import partial
@@ -24,6 +23,7 @@ from tensorfabric.fabric.deployed import Deployed
 from tensorfabric.fabric.parsers._common import Where
 from tensorfabric.fabric.parsers._read import Reading, markers
 from tensorfabric.fabric.parsers.nvue import Model
+from tensorfabric.jsonload import load_json
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -126,7 +126,7 @@ def read(r: Reading, *, device: str | None = None) -> Deployed:
             continue
         if stripped[0] in "[{" and len(stripped) > 2:
             try:
-                whole = json.loads(stripped)
+                whole = load_json(stripped, what="NVUE JSON", source="")
             except (ValueError, RecursionError):
                 whole = None
             if whole is not None:

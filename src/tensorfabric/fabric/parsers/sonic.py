@@ -46,6 +46,7 @@ from tensorfabric.fabric.parsers._json_tables import Dups, TableDoc
 from tensorfabric.fabric.parsers._read import Reading
 from tensorfabric.fabric.parsers._sonic_db import parse_db
 from tensorfabric.fabric.parsers._sonic_values import TABLES as _TABLES
+from tensorfabric.jsonload import load_json
 
 __all__ = ["EXPECTED", "FORMAT", "MARKERS", "NAME", "SUFFIXES", "read"]
 
@@ -134,7 +135,7 @@ def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None
     spans = doc.tables()
     db: Any = None
     try:
-        db = json.loads(doc.text, object_pairs_hook=dups)
+        db = load_json(doc.text, what="a CONFIG_DB object", source="CONFIG_DB", object_pairs_hook=dups)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         if any(_wanted(name) for name, _, _ in spans):
@@ -152,7 +153,8 @@ def _collect(r: Reading, dups: Dups, lines: dict[str, int], within: range | None
             if not _known(name):
                 continue
             try:
-                value = json.loads("{" + doc.text[start:end] + "}", object_pairs_hook=dups)
+                value = load_json("{" + doc.text[start:end] + "}", what=f"table {name}", source="CONFIG_DB",
+                                  object_pairs_hook=dups)
             except (json.JSONDecodeError, RecursionError, ValueError) as exc:
                 r.warn(line, f"table {name} is not valid JSON ({str(exc)[:80]}); it is not used")
                 continue

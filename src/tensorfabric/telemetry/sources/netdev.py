@@ -6,11 +6,11 @@ Reading through iproute2's JSON instead of /sys/class/net means the same code wo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from tensorfabric.errors import ParseError
+from tensorfabric.jsonload import load_json
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.sources.base import Reading, SourceContext
 
@@ -24,10 +24,7 @@ _QDISC_FIELDS = {"bytes": ("netdev_qdisc_bytes_total", "counter"), "drops": ("ne
 
 
 def _json_list(text: str, source: str, what: str) -> list[Any]:
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ParseError(f"{what} output is not JSON: {exc}", source=source, excerpt=text[:80]) from exc
+    data = load_json(text, what=f"{what} output (a JSON list)", source=source)
     if not isinstance(data, list):
         raise ParseError(f"{what} output must be a JSON list", source=source, excerpt=text[:80])
     return data

@@ -8,11 +8,11 @@ hw_counters and counters/ (hwcounters.py); other names go to the generic family.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tensorfabric.errors import InputError, ParseError
+from tensorfabric.jsonload import load_json
 from tensorfabric.samples import Sample
 from tensorfabric.telemetry.sources.base import Reading, SourceContext, capture_or_run
 from tensorfabric.telemetry.sources.generic import GenericBudget
@@ -26,10 +26,7 @@ __all__ = ["RdmaSource", "parse_rdma_json"]
 
 def parse_rdma_json(text: str, *, source: str = "<rdma>") -> tuple[list[tuple[str, str, dict[str, float]]], list[str]]:
     """[(device, port, {counter: value})] plus one error per non-numeric counter; ParseError if not the format."""
-    try:
-        data: Any = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ParseError(f"not JSON: {exc}", source=source, excerpt=text[:80]) from exc
+    data: Any = load_json(text, what="a JSON list of links as `rdma -j statistic show` prints", source=source)
     if not isinstance(data, list):
         raise ParseError("expected a JSON list of links as `rdma -j statistic show` prints", source=source,
                          excerpt=text[:80])
@@ -57,8 +54,8 @@ def parse_rdma_json(text: str, *, source: str = "<rdma>") -> tuple[list[tuple[st
 
 def _is_json(text: str) -> bool:
     try:
-        json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        load_json(text, what="JSON", source="")
+    except ParseError:
         return False
     return True
 
