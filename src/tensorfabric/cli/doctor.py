@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 import click
 
 from tensorfabric.cli._options import fabric_option, json_option
-from tensorfabric.cli.env import plan_from_spec, read_text_file, user_home
+from tensorfabric.cli.env import plan_from_spec, read_text_file
 from tensorfabric.errors import InputError
+from tensorfabric.host.nccl_conf import user_home
 
 if TYPE_CHECKING:
     from tensorfabric.host.doctor import DoctorReport

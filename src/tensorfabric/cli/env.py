@@ -23,10 +23,10 @@ from tensorfabric import roce
 from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
-from tensorfabric.host.nccl_conf import ENVIRONMENT
+from tensorfabric.host.nccl_conf import ENVIRONMENT, user_home
 
 __all__ = ["SYSFS_ROOT_ENV", "HostPlan", "cli", "plan_from_spec", "rdma_missing", "read_text_file",
-           "require_rdma_here", "user_home"]
+           "require_rdma_here"]
 
 SYSFS_ROOT_ENV = "TENSORFABRIC_SYSFS_ROOT"
 
@@ -52,17 +52,6 @@ def plan_from_spec(path: str | None, *, roce_dscp: int | None = None) -> HostPla
     dscp = qos.roce.dscp[0] if roce_dscp is None else roce_dscp
     return HostPlan(roce_dscp=dscp, ib_tc=qos.nccl_tc() if roce_dscp is None else None,
                     roce_priority=qos.roce.priority, mtu=qos.mtu.host, rail_optimized=qos.nccl.cross_nic == 0)
-
-
-def user_home() -> str | None:
-    """The home directory NCCL looks in for ``.nccl.conf``: the user database's (``getpwuid(getuid())``), not
-    ``$HOME``; None when the user has none."""
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir or None
-    except KeyError:
-        return None
 
 
 def read_text_file(path: str, what: str) -> bytes:

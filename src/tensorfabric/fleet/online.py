@@ -97,10 +97,12 @@ def local_report(root: str, environ: Mapping[str, str]) -> dict[str, Any]:
     from tensorfabric.host.discovery import discover
     from tensorfabric.host.doctor import run_doctor
     from tensorfabric.host.hostname import resolve_hostname
+    from tensorfabric.host.nccl_conf import user_home
 
-    inv = discover(root)
-    software = software_versions(root, [d.driver for d in inv.rdma_devices if d.driver])
     live = os.path.realpath(root) == "/"
+    # NCCL's config files as this rank's NCCL would read them (NCCL_CONF_FILE or ~/.nccl.conf, then /etc).
+    inv = discover(root, environ=environ, home=user_home() if live else None, cwd=os.getcwd() if live else "/")
+    software = software_versions(root, [d.driver for d in inv.rdma_devices if d.driver])
     report = run_doctor(inv, environ=environ, software=software,
                         hostname=resolve_hostname(socket.gethostname()) if live else None)
     return report.to_dict()

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 __all__ = ["ENVIRONMENT", "ETC_NCCL_CONF", "SHELL_LINE_MAX", "Assignment", "ConfFile", "Dialect", "EnvFile",
            "NCCL_VALUE_MAX", "NcclConf", "Shadowed", "nccl_conf_paths", "parse_nccl_conf", "read_assignment",
-           "read_assignments", "read_env_file", "read_exported", "read_nccl_conf"]
+           "read_assignments", "read_env_file", "read_exported", "read_nccl_conf", "user_home"]
 
 Dialect = Literal["nccl", "shell"]
 NCCL_VALUE_MAX = 1023
@@ -324,3 +324,15 @@ def read_nccl_conf(environ: Mapping[str, str], home: str | None,
             elif values[a.name] != a.value:
                 shadowed.append(Shadowed(path, a.line, a.name, a.value, origin[a.name], values[a.name]))
     return NcclConf(tuple(files), values, origin, tuple(shadowed))
+
+
+def user_home() -> str | None:
+    """The home directory NCCL looks in for ``.nccl.conf``: the user database's (``getpwuid(getuid())``), not
+    ``$HOME``; None when the user has none."""
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir or None
+    except KeyError:
+        return None
