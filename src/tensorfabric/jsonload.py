@@ -24,7 +24,6 @@ MAX_DEPTH = 64
 """Deepest nesting of arrays and objects taken, as for YAML (:data:`tensorfabric.yamlload.MAX_DEPTH`). A
 config_db.json is four levels deep, a doctor report about eight."""
 
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _DROP = bytes(sorted(set(range(256)) - set(b'[]{}"')))
 # One token per match for locating the first level past the cap (the error path only). The string alternative
 # always matches (an unterminated string runs to the end), so no quote is ever rescanned.
@@ -46,13 +45,14 @@ class JsonError(ParseError):
 def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether brackets outside JSON strings nest deeper than ``limit`` (the most ``[``/``{`` open at once).
 
-    Linear and in C throughout: every escape (backslash and the byte after it) is cut, so no quote left is
-    escaped; every byte but brackets and quotes is deleted; brackets between an odd quote and the next are
-    inside a string; the depth is the largest prefix sum of +1 per opening and -1 per closing bracket.
+    Linear and in C throughout: escaped backslashes and then escaped quotes are cut (pairing a run of backslashes
+    from its left, as the parser does), so no quote left is escaped; every byte but brackets and quotes is
+    deleted; brackets between an odd quote and the next are inside a string; the depth is the largest prefix sum
+    of +1 per opening and -1 per closing bracket.
     """
     raw = text.encode("utf-8", "surrogatepass")
-    if b"\\" in raw:
-        raw = _ESCAPE.sub(b"", raw)
+    if b"\\" in raw:  # two replaces: a sixth of a regex substitution's time on escape-heavy text
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
     skeleton = raw.translate(None, _DROP)
     if skeleton.count(b"[") + skeleton.count(b"{") <= limit:
         return False
