@@ -180,3 +180,13 @@ def test_fuzz_structures(data: dict[str, Any]) -> None:
     except (ParseError, InputError):
         return
     lint(spec)
+
+
+def test_a_repeated_port_or_nic_is_named_at_its_first_repeat() -> None:
+    data = _reference()
+    ports = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet4", "Ethernet0"]
+    with pytest.raises(ParseError, match=r"switches\[0\]\.ports: 'Ethernet4' is listed twice"):
+        parse_spec(_set(data, "switches.0.ports", ports))
+    nic = data["hosts"][0]["nics"][0]
+    with pytest.raises(ParseError, match=rf"hosts\[0\]\.nics: '{nic['netdev']}' is listed twice"):
+        parse_spec(_set(data, "hosts.0.nics", [nic, nic]))

@@ -147,6 +147,15 @@ class LinkSpec(SpecModel):
         return topology.Endpoint.parse(self.a), topology.Endpoint.parse(self.b)
 
 
+def _first_repeated(names: list[str]) -> str | None:
+    met: set[str] = set()
+    for name in names:
+        if name in met:
+            return name
+        met.add(name)
+    return None
+
+
 class FabricSpec(SpecModel):
     """A whole fabric; construction checks names are unique and links name known ports."""
 
@@ -159,6 +168,7 @@ class FabricSpec(SpecModel):
     @model_validator(mode="after")
     def _references(self) -> FabricSpec:
         seen: dict[str, str] = {}
+        ports_of: dict[str, set[str]] = {}  # each device's port (or NIC) names, built once: links name them often
         groups: tuple[tuple[str, tuple[SwitchSpec | HostSpec, ...]], ...] = (
             ("switches", self.switches), ("hosts", self.hosts))
         for kind, devices in groups:
@@ -168,11 +178,12 @@ class FabricSpec(SpecModel):
                                      "device names must be unique")
                 seen[dev.name] = f"{kind}[{i}]"
                 names = [p.name for p in dev.ports] if isinstance(dev, SwitchSpec) else [n.netdev for n in dev.nics]
-                dup = next((n for j, n in enumerate(names) if n in names[:j]), None)
+                known = ports_of[dev.name] = set(names)
+                dup = _first_repeated(names) if len(known) < len(names) else None
                 if dup is not None:
                     what = "ports" if isinstance(dev, SwitchSpec) else "nics"
                     raise ValueError(f"{kind}[{i}].{what}: {dup!r} is listed twice on {dev.name!r}")
-        used: dict[str, str] = {}
+        used: dict[str, int] = {}
         for i, link in enumerate(self.links):
             for side in ("a", "b"):
                 text = getattr(link, side)
@@ -180,25 +191,17 @@ class FabricSpec(SpecModel):
                 if device not in seen:
                     raise ValueError(f"links[{i}].{side}: {text!r} names unknown device {device!r}; "
                                      f"known: {', '.join(sorted(seen)) or 'none'}")
-                ports = self._port_names(device)
-                if ports is not None and port not in ports:
+                if port not in ports_of[device]:
                     raise ValueError(f"links[{i}].{side}: {text!r} names unknown port {port!r} on {device!r}; "
                                      f"declare it under {seen[device]}")
                 if text in used:
-                    raise ValueError(f"links[{i}].{side}: {text!r} is already cabled by {used[text]}")
-                used[text] = f"links[{i}]"
+                    raise ValueError(f"links[{i}].{side}: {text!r} is already cabled by links[{used[text]}]")
+                used[text] = i
             if link.a.partition(":")[0] == link.b.partition(":")[0]:
                 raise ValueError(f"links[{i}]: {link.a!r} and {link.b!r} are on the same device")
             if self.link_speed(link) is None:
                 raise ValueError(f"links[{i}].speed: no speed given on the link or its ports; add e.g. speed: 400G")
         return self
-
-    def _port_names(self, device: str) -> set[str] | None:
-        sw = self.switch(device)
-        if sw is not None:
-            return {p.name for p in sw.ports}
-        host = self.host(device)
-        return {n.netdev for n in host.nics} if host is not None else None
 
     # -- lookups -----------------------------------------------------------------------------------------------
     # Indexes are built once per (frozen) spec: lint and render ask for thousands of ports on large fabrics.
