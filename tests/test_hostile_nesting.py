@@ -144,6 +144,27 @@ def test_deep_nesting_is_refused_in_one_line(option: str, body: str, scratch: Pa
             assert json.loads(out)["samples"] == []
 
 
+# 900 levels: json.loads parses it (under its ~1000-frame limit) and whatever walks the result recursively breaks,
+# or a reader takes it for a document (fleet check took this one for a doctor report and exited 0).
+MIDDLE = '{"PORT": {"Ethernet0": {"mtu": ' + "[" * 900 + "]" * 900 + '}}, "schema_version": 1, "hidden_size": 8}\n'
+
+
+@pytest.mark.parametrize(("option", "said"), [("model info (config.json)", "nested deeper than 64 levels"),
+                                              ("fleet check", "nothing here reads as doctor --json report"),
+                                              ("monitor --source rdma-json", "nested deeper than 64 levels"),
+                                              ("fabric lint --deployed", "found nothing a lint rule can check")])
+def test_nesting_json_would_take_is_refused_too(option: str, said: str, scratch: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    argv_of, expected = FILE_OPTIONS[option]
+    case = scratch / f"middle-{option}".replace(" ", "_").replace("(", "").replace(")", "")
+    case.mkdir()
+    target = case / ("config.json" if option.startswith("model info") else "config_db.json")
+    target.write_text(MIDDLE)
+    code, out, err, _ = _run(argv_of(target, case), capsys)
+    assert code == expected and said in err + out, (code, err, out[-500:])
+    assert "Traceback" not in err + out and "internal error" not in err + out
+
+
 # -- the loader ------------------------------------------------------------------------------------------------------
 
 def _nested(depth: int) -> str:
