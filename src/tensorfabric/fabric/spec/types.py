@@ -9,6 +9,7 @@ the units module's wording; the loader prefixes the field path.
 from __future__ import annotations
 
 import math
+from functools import lru_cache, partial
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
@@ -26,10 +27,16 @@ _MAX_SPEED_BPS = 1e14  # 100 Tb/s: far above any port, keeps headroom arithmetic
 _MAX_LENGTH_M = 100_000.0  # 100 km: beyond any PFC span
 
 
+# A large spec repeats a few unit strings thousands of times ("400G", "3m"): each is parsed once. Errors are not
+# cached (lru_cache keeps results only), so every bad value still raises where it stands.
+_parse_rate = lru_cache(maxsize=256)(partial(units.parse_rate, what="value"))
+_parse_length = lru_cache(maxsize=256)(partial(units.parse_length, what="value"))
+
+
 def _speed(value: Any) -> Any:
     if not isinstance(value, str | int | float):
         return value
-    bps = units.parse_rate(value, what="value")
+    bps = _parse_rate(value)
     if not bps <= _MAX_SPEED_BPS:  # also refuses NaN, which units lets through for numeric input
         raise ValueError(f"{UNIT_PREFIX}{value!r} is above 100T; use a port speed such as '400G'")
     return bps
@@ -38,7 +45,7 @@ def _speed(value: Any) -> Any:
 def _length(value: Any) -> Any:
     if not isinstance(value, str | int | float):
         return value
-    metres = units.parse_length(value, what="value")
+    metres = _parse_length(value)
     if not metres <= _MAX_LENGTH_M:
         raise ValueError(f"{UNIT_PREFIX}{value!r} is above 100km; use a cable length such as '5m'")
     return metres
