@@ -5,6 +5,7 @@ second; and tensorfabric.jsonload, the one JSON loader behind them, caps depth i
 from __future__ import annotations
 
 import json
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -163,6 +164,23 @@ def test_nesting_json_would_take_is_refused_too(option: str, said: str, scratch:
     code, out, err, _ = _run(argv_of(target, case), capsys)
     assert code == expected and said in err + out, (code, err, out[-500:])
     assert "Traceback" not in err + out and "internal error" not in err + out
+
+
+_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 32,
+           "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "rms_norm_eps": 1e-5, "max_position_embeddings": 64}
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "model.safetensors.index.json"])
+def test_a_deep_checkpoint_header_or_index_is_refused(name: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(_CONFIG))
+    deep = ('{"a": ' + "[" * N + "]" * N + "}").encode()
+    (tmp_path / name).write_bytes(struct.pack("<Q", len(deep)) + deep if name.endswith("safetensors") else deep)
+    code, out, err, seconds = _run(["model", "info", str(tmp_path)], capsys)
+    assert code == 2 and seconds < 1, (code, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"{tmp_path / name}:1: nested deeper than 64 levels" in lines[0], err
 
 
 # -- the loader ------------------------------------------------------------------------------------------------------
