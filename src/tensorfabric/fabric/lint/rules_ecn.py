@@ -14,19 +14,25 @@ THRESHOLDS = "ecn.thresholds"
 AFTER_PFC = "ecn.after-pfc"
 
 
-def _roce_queues(ctx: LintContext, ref: PortRef) -> tuple[tuple[int, ...], bool]:
-    """The egress queues RoCE rides on this port by its own config, and whether one of them is certain.
+def _roce_queues(ctx: LintContext, ref: PortRef) -> tuple[tuple[int, ...], bool, str]:
+    """The egress queues RoCE rides on this port by its own config, whether one of them is certain, and, when the
+    text states no PFC (an excerpt), why the queue is only a presumption ("" when the config itself says).
 
     The lossless class the RoCE DSCP lands in when there is one; else every lossless class the config uses (R1
-    reports a RoCE DSCP in a lossy class, so this rule does not report it twice); the plan's priority only when
-    the config states no lossless class at all.
+    reports a RoCE DSCP in a lossy class, so this rule does not report it twice); the queue the DSCP map sends
+    RoCE to when the config states no lossless class; the plan's priority when it states neither.
     """
     intent = ctx.roce_intent(ref)
     if intent.roce:
-        return tuple(sorted({c.queue for c in intent.roce})), intent.determined
+        return tuple(sorted({c.queue for c in intent.roce})), intent.determined, ""
+    unstated = intent.classes is None
     if intent.priority is not None and not intent.classes and intent.dscp in (ref.port.dscp_to_priority or {}):
-        return (ref.device.queue_of(intent.priority),), True
-    return (ref.device.queue_of(ctx.plan.roce.priority),), True
+        return (ref.device.queue_of(intent.priority),), True, \
+            "this text states no PFC, so whether RoCE belongs in a lossless queue elsewhere is not known" \
+            if unstated else ""
+    return (ref.device.queue_of(ctx.plan.roce.priority),), True, \
+        f"this text states no PFC, so RoCE's queue is presumed from priority {ctx.plan.roce.priority}" \
+        if unstated else ""
 
 
 @rule(DISABLED, "error", "R5", "no ECN marking on the RoCE queue of a switch, or DCQCN off on a NIC")
@@ -34,18 +40,21 @@ def disabled(ctx: LintContext) -> Iterator[Finding]:
     for ref in ctx.ports("switch"):
         if ref.port.ecn is None:
             continue
-        queues, certain = _roce_queues(ctx, ref)
+        queues, certain, presumed = _roce_queues(ctx, ref)
         marking = [q for q in queues if (p := ref.port.ecn.get(q)) is not None and p.ecn]
         # A stand-in set of classes passes when one of them marks: which of them RoCE rides is not known.
         missing = [q for q in queues if q not in marking] if certain else ([] if marking else list(queues))
         for queue in missing:
             profile = ref.port.ecn.get(queue)
+            # With no PFC in the text (an excerpt), RoCE's lossless queue may be one the excerpt does not show,
+            # whose marking the whole file would judge: graded as a warning, never an error the whole lacks.
             yield finding(DISABLED, ref.subject, f"queue {queue} (RoCE"
                           + ("" if certain else f", one of the lossless queues {list(queues)}") + ") has no ECN marking"
                           + (" (WRED drops instead)" if profile is not None else "")
-                          + "; DCQCN never slows senders and PFC does all the work",
+                          + "; DCQCN never slows senders and PFC does all the work"
+                          + (f"; {presumed}" if presumed else ""),
                           {"queue": queue, "ecn_queues": sorted(ref.port.ecn), "source": ref.device.source},
-                          fixes.ecn_on_queue(ref.device.format, queue))
+                          fixes.ecn_on_queue(ref.device.format, queue), severity="warning" if presumed else None)
     for ref in ctx.ports("host"):
         enabled = ref.port.ecn_priorities
         intent = ctx.roce_intent(ref)
