@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,9 @@ from tensorfabric.cli._options import fabric_option, json_option
 from tensorfabric.errors import InputError
 from tensorfabric.findings import Finding
 from tensorfabric.host.nccl_conf import ENVIRONMENT, user_home
+
+if TYPE_CHECKING:
+    from tensorfabric.host.ncclenv import EnvPlan
 
 __all__ = ["SYSFS_ROOT_ENV", "HostPlan", "cli", "plan_from_spec", "rdma_missing", "read_text_file",
            "require_rdma_here"]
@@ -166,8 +170,18 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
 
         emit_json({**result.to_dict(), "kept_from": {k: origin[k] for k in result.kept}, "sysfs_root": sysfs.to_dict()})
         return 0
+    click.echo("\n".join(_render(result, origin, fmt=fmt, explain=explain, note=sysfs.note, gids_path=gids_path)))
+    for finding in result.findings:
+        click.echo(f"warning: {finding.message}; {finding.fix}", err=True)
+    sys.stdout.flush()
+    return 0
+
+
+def _render(result: EnvPlan, origin: Mapping[str, str], *, fmt: str, explain: bool, note: str,
+            gids_path: str | None) -> list[str]:
+    """The lines ``env`` prints for a shell (``sh``) or a .env file: each variable, or why it was kept."""
     line = _sh if fmt == "sh" else _dotenv
-    out: list[str] = [f"# sysfs root: {sysfs.note}"] if explain else []
+    out: list[str] = [f"# sysfs root: {note}"] if explain else []
     for var in result.variables:
         if explain:
             out.append(f"# {var.reason}")
@@ -182,8 +196,4 @@ def cli(sysfs_root: str, fabric_path: str | None, fmt: str, as_json: bool, expla
         where = f" (from {gids_path})" if gids_path else ""
         out.append(f"# RoCE v2 IPv4 GID index per port{where}: " + ", ".join(
             f"{name}={'none' if index is None else index}" for name, index in result.gid_choice.items()))
-    click.echo("\n".join(out))
-    for finding in result.findings:
-        click.echo(f"warning: {finding.message}; {finding.fix}", err=True)
-    sys.stdout.flush()
-    return 0
+    return out
