@@ -12,7 +12,8 @@ hits both alike:
 Reported per figure: each revision's median over the rounds and the ratio after/before of the medians.
 Writes benchmarks/results/before_after.json.
 
-    .venv/bin/python benchmarks/before_after.py --before 3d7b005 [--after HEAD] [--rounds 3]
+    .venv/bin/python benchmarks/before_after.py --before 3d7b005 [--after HEAD] [--rounds 3] [--only NAME ...]
+        [--decode-model DIR]
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ def _worktree(rev: str, base: Path) -> tuple[Path, str]:
     return tree, sha
 
 
-def _run(tree: Path, name: str) -> Figures:
+def _run(tree: Path, name: str, extra: list[str]) -> Figures:
     args, out, figures = BENCHES[name]
+    args = [*args, *extra]
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     proc = subprocess.run([sys.executable, str(tree / "benchmarks" / f"{name}.py"), *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=1800)
@@ -89,8 +91,13 @@ def main() -> None:
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", default="HEAD")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", nargs="+", choices=sorted(BENCHES), default=sorted(BENCHES))
+    ap.add_argument("--decode-model", default=None, metavar="DIR",
+                    help="decode_engines' --model (default: the default model; on 2 cores its 3 ranks oversubscribe "
+                         "the CPUs and tokens/s swings by 50 %% run to run)")
     ap.add_argument("--out", default=str(RESULTS / "before_after.json"))
     opts = ap.parse_args()
+    extra = {"decode_engines": ["--model", opts.decode_model]} if opts.decode_model else {}
     start = time.perf_counter()
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="tf-before-after-") as tmp:
@@ -99,9 +106,9 @@ def main() -> None:
         try:
             for r in range(opts.rounds):
                 order = ("before", "after") if r % 2 == 0 else ("after", "before")
-                for name in BENCHES:
+                for name in opts.only:
                     for label in order:
-                        for key, value in _run(trees[label][0], name).items():
+                        for key, value in _run(trees[label][0], name, extra.get(name, [])).items():
                             samples[label].setdefault(key, []).append(value)
                         print(f"round {r + 1}/{opts.rounds} {name} {label} done", flush=True)
         finally:
@@ -118,6 +125,7 @@ def main() -> None:
         print(f"{key:44s} before {before:12.3f}  after {after:12.3f}  after/before {ratio}")
     doc = {"benchmark": "before_after", "before": {"rev": opts.before, "sha": trees["before"][1]},
            "after": {"rev": opts.after, "sha": trees["after"][1]}, "rounds": opts.rounds,
+           "benchmarks": opts.only, "decode_model": opts.decode_model,
            "machine": {"cpus": os.cpu_count(), "load_avg_at_start": load_start, "load_avg_at_end": os.getloadavg()},
            "rows": rows, "wall_s": time.perf_counter() - start}
     atomic_write_json(Path(opts.out), doc)
