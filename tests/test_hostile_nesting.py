@@ -151,7 +151,7 @@ MIDDLE = '{"PORT": {"Ethernet0": {"mtu": ' + "[" * 900 + "]" * 900 + '}}, "schem
 
 
 @pytest.mark.parametrize(("option", "said"), [("model info (config.json)", "nested deeper than 64 levels"),
-                                              ("fleet check", "nothing here reads as doctor --json report"),
+                                              ("fleet check", "line 1: nested deeper than 64 levels"),
                                               ("monitor --source rdma-json", "nested deeper than 64 levels"),
                                               ("fabric lint --deployed", "found nothing a lint rule can check")])
 def test_nesting_json_would_take_is_refused_too(option: str, said: str, scratch: Path,

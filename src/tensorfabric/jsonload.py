@@ -18,7 +18,7 @@ from typing import Any
 
 from tensorfabric.errors import ParseError
 
-__all__ = ["MAX_DEPTH", "JsonError", "load_json", "nesting_exceeds"]
+__all__ = ["MAX_DEPTH", "JsonError", "JsonTooDeep", "load_json", "nesting_exceeds"]
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects taken, as for YAML (:data:`tensorfabric.yamlload.MAX_DEPTH`). A
@@ -40,6 +40,10 @@ class JsonError(ParseError):
         self.lineno, self.colno, self.pos = lineno, colno, pos
         super().__init__(f"{problem} at column {colno}; expected {what}", source=source, line=lineno,
                          excerpt=excerpt)
+
+
+class JsonTooDeep(JsonError):
+    """JSON nested past :data:`MAX_DEPTH`: no reader can take part of it, so a tolerant reader passes it on."""
 
 
 def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
@@ -114,5 +118,5 @@ def load_json(data: str | bytes, *, what: str, source: str, first_line: int = 1,
             pass
     pos = _first_too_deep(text, MAX_DEPTH)
     line, column, excerpt = _where(text, pos)
-    raise JsonError(f"nested deeper than {MAX_DEPTH} levels", what=what, source=source,
+    raise JsonTooDeep(f"nested deeper than {MAX_DEPTH} levels", what=what, source=source,
                     lineno=line + first_line - 1, colno=column, pos=pos, excerpt=excerpt[:20])

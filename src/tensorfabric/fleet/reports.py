@@ -23,7 +23,7 @@ from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fleet.facts import HostReport, host_facts
 from tensorfabric.fsutil import read_input
 from tensorfabric.intake import Line, ReadReport, Tally, normalise
-from tensorfabric.jsonload import load_json
+from tensorfabric.jsonload import JsonTooDeep, load_json
 
 __all__ = ["FORMAT", "ReportSet", "is_doctor_report", "read_report_text", "read_reports"]
 
@@ -84,6 +84,16 @@ def _plain(data: bytes, source: str, name: str) -> tuple[list[HostReport], ReadR
     version = ",".join(sorted({str(h.schema_version) for h in hosts}))
     warnings = tuple(f"{h.host}: {w}" for h in hosts for w in h.warnings)
     return hosts, ReadReport(source, FORMAT, f"v{version}", lines, lines, (), 0, (), len(docs), warnings)
+
+
+def _raise_if_too_deep(raw: bytes, source: str) -> None:
+    if raw.lstrip()[:1] in (b"{", b"["):
+        try:
+            load_json(raw, what=FORMAT, source=source)
+        except JsonTooDeep:
+            raise
+        except ValueError:
+            pass
 
 
 def _decode(text: str) -> Any:
@@ -167,7 +177,11 @@ def read_report_text(data: str | bytes, *, source: str = "<reports>",
             hosts.append(host)
             for warning in host.warnings:
                 tally.warn(first, f"{host.host}: {warning}")
-    tally.require("`tensorfabric doctor --json` output: a JSON object with schema_version, findings and host")
+    try:
+        tally.require("`tensorfabric doctor --json` output: a JSON object with schema_version, findings and host")
+    except ParseError:
+        _raise_if_too_deep(raw, source)  # the more telling reason, when the text is one JSON document too deep
+        raise
     versions = sorted({str(h.schema_version) for h in hosts})
     tally.version = "v" + ",".join(versions)
     tally.sections = len(hosts)
@@ -248,11 +262,20 @@ def _read_all(paths: Sequence[str], stdin: Any) -> tuple[list[HostReport], list[
             data = read_input(path, "doctor report", stdin=stdin)
             found, read = read_report_text(data, source=path)
         except (InputError, ParseError) as exc:
-            skipped.append((path, str(exc).removeprefix(f"{path}: ")))
+            skipped.append((path, _without_path(str(exc), path)))
             continue
         hosts += found
         reads.append(read)
     return hosts, reads, skipped
+
+
+def _without_path(message: str, path: str) -> str:
+    """``message`` without the leading ``path:`` the skip list already shows; ``path:65: ...`` keeps "line 65"."""
+    rest = message.removeprefix(f"{path}:")
+    if rest == message:
+        return message
+    number, colon, tail = rest.partition(":")
+    return f"line {number}:{tail}" if colon and number.isdigit() else rest.lstrip()
 
 
 def report_mapping(hosts: Iterable[HostReport]) -> Mapping[str, HostReport]:
