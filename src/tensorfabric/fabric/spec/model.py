@@ -19,26 +19,10 @@ from pydantic import Field, field_validator, model_validator
 
 from tensorfabric import topology
 from tensorfabric.fabric.spec.asic import AsicSpec
-from tensorfabric.fabric.spec.qos import CnpClass, EcnProfile, NcclPlan, NicQos, QosPlan, RoceClass, SwitchQos
+from tensorfabric.fabric.spec.qos import NcclPlan, NicQos, QosPlan, SwitchQos
 from tensorfabric.fabric.spec.types import Length, Mtu, Size, SpecModel, Speed, Text, check_text
 
-__all__ = [
-    "NOS_NAMES",
-    "AsicSpec",
-    "CnpClass",
-    "EcnProfile",
-    "FabricSpec",
-    "HostSpec",
-    "LinkSpec",
-    "NcclPlan",
-    "NicQos",
-    "NicSpec",
-    "QosPlan",
-    "RoceClass",
-    "SwitchPortSpec",
-    "SwitchQos",
-    "SwitchSpec",
-]
+__all__ = ["NOS_NAMES", "FabricSpec", "HostSpec", "LinkSpec", "NicSpec", "SwitchPortSpec", "SwitchSpec"]
 
 NosName = Literal["sonic", "cumulus", "eos", "nxos"]
 NOS_NAMES: tuple[str, ...] = ("sonic", "cumulus", "eos", "nxos")
