@@ -138,8 +138,7 @@ def _shell(text: str, number: int) -> Assignment | None:
     name, raw = match.groups()
     if "$" in raw and _expands(raw):
         # ${NCCL_IB_GID_INDEX:-3}, $(ls ...): the value is whatever the shell makes of it where the file is sourced
-        return Assignment(number, name, raw, f"value of {name} is a shell expansion ({raw}); it is not judged",
-                          effective=False)
+        return _expansion(number, name, raw)
     try:
         words = shlex.split(raw, comments=True) if raw else [""]
     except ValueError as exc:
@@ -148,6 +147,12 @@ def _shell(text: str, number: int) -> Assignment | None:
         return Assignment(number, name, raw, f"value of {name} must be one word; quote it if it holds spaces",
                           effective=False)
     return Assignment(number, name, words[0] if words else "")
+
+
+def _expansion(number: int, name: str, raw: str) -> Assignment:
+    """An assignment whose value the shell computes where the file runs: kept as written, never judged."""
+    return Assignment(number, name, raw, f"value of {name} is a shell expansion ({raw}); it is not judged",
+                      effective=False)
 
 
 def _expands(raw: str) -> bool:
@@ -175,8 +180,7 @@ def _exported(rest: str, number: int) -> tuple[Assignment, ...]:
     if "$" in rest and _expands(rest):
         match = _SHELL.fullmatch(rest)
         name = match.group(1) if match else rest.partition("=")[0]
-        return (Assignment(number, name, rest, f"value of {name} is a shell expansion ({rest}); it is not judged",
-                           effective=False),)
+        return (_expansion(number, name, rest),)
     try:
         words = shlex.split(rest, comments=True)
     except ValueError as exc:
@@ -194,8 +198,7 @@ def read_exported(words: Iterable[str], number: int) -> tuple[Assignment, ...]:
             continue
         name, _, value = word.partition("=")
         if "$" in value:
-            out.append(Assignment(number, name, value, f"value of {name} is a shell expansion ({value}); it is not "
-                                  "judged", effective=False))
+            out.append(_expansion(number, name, value))
         else:
             out.append(_word(word, number))
     return tuple(out)
