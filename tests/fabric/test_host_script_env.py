@@ -1,6 +1,6 @@
 """A host script's NCCL variables are read by the one NAME=value reader (host/nccl_conf.py): ``export`` as the shell
 does, lines printf writes into a ``*.conf`` as NCCL does. Shapes from published scripts
-(docs/formats/_host-script-env.md); hosts, devices and values changed."""
+(docs/formats.md, "NCCL variables in host scripts"); hosts, devices and values changed."""
 
 from __future__ import annotations
 
