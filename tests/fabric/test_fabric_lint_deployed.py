@@ -102,7 +102,7 @@ def test_starter_spec_renders_and_lints_clean_per_nos(tmp_path: Path, nos: str) 
 DEPLOYED = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "deployed"
 
 # fixture -> (format, error/warning rules it must fire, rule that must be checked). Each failed before the change
-# (exit 2, or linted as another dialect); the forms are the ones studied in docs/formats/_configs.md.
+# (exit 2, or linted as another dialect); the forms are the ones studied in docs/formats.md.
 PASTED: dict[str, tuple[str, set[str], str]] = {
     "nxos-guide-hash-comments.nxos": ("nxos", set(), "cnp.not-strict"),  # '#' comments, '! ...' after commands
     "nxos-placeholder-interfaces.nxos": ("nxos", {"trust.mismatch"}, "ecn.disabled"),  # Ethernet1/*, EthernetN/1

@@ -16,7 +16,7 @@ from tensorfabric.host.nccl_conf import NCCL_VALUE_MAX, Dialect, parse_nccl_conf
 
 SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 
-# Shapes seen in published nccl.conf files and issue threads (docs/formats/_nccl-conf.md); values changed.
+# Shapes seen in published nccl.conf files and issue threads (docs/formats.md); values changed.
 CONF = """\
 # written by the provisioning role
 NCCL_DEBUG=WARN

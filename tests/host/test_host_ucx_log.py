@@ -1,6 +1,6 @@
 """``doctor --ucx-log``: UCX/NIXL logs written in the syntax UCX 1.11-1.19 print (lane lines of UCX_LOG_LEVEL=info in
 their three shapes, UCX_PROTO_INFO=y tables with and without prefixes, WARN/ERROR lines of backends that never came
-up), as quoted in openucx/ucx, ai-dynamo/nixl, vllm and parthenon threads (docs/formats/_ucx.md lists them), judged
+up), as quoted in openucx/ucx, ai-dynamo/nixl, vllm and parthenon threads (docs/formats.md lists them), judged
 against the fixture hosts; tests/fixtures/ucx_logs/expected.csv says what each one must give, per scope."""
 
 from __future__ import annotations

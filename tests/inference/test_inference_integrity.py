@@ -1,7 +1,7 @@
 """Numbers that are not numbers fail loudly: damaged weights, NaN blocks, damaged GGUF files and non-finite logits
 end a command with exit 1 and one line naming the file, tensor or step; the tool's own cache is rebuilt instead.
 
-The damage is what real reports show (docs/formats/_weights.md): bytes changed in place at the same file size
+The damage is what real reports show (docs/formats.md): bytes changed in place at the same file size
 (huggingface_hub#3643), a block of NaN values or NaN block scales in one tensor (ik_llama.cpp#649), float16
 activations overflowing to Inf and then NaN (mlx-vlm#1163, sglang#27883), all of which used to come out as
 token 0 repeated with exit 0.

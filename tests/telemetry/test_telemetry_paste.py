@@ -1,6 +1,6 @@
 """``--source file:PATH``: counters from pasted text, read exactly as the table in the fixtures directory says.
 
-The fixtures were written in the shapes of real published outputs (docs/formats/_counters.md names them); the table
+The fixtures were written in the shapes of real published outputs (docs/formats.md, "Counters", names them); the table
 (``tests/fixtures/telemetry/paste/expected.yaml``) holds their exact values. The metamorphic tests wrap the same
 fixtures the way collectors, terminals and chat tools do, and require the same samples and no source error.
 """
