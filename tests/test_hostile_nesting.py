@@ -5,6 +5,7 @@ second; and tensorfabric.jsonload, the one JSON loader behind them, caps depth i
 from __future__ import annotations
 
 import json
+import os
 import struct
 import time
 from collections.abc import Callable
@@ -258,3 +259,32 @@ def test_the_scan_agrees_with_the_depth_of_the_value(value: Any) -> None:
     text = json.dumps(value)
     for limit in range(depth(value) + 1):
         assert nesting_exceeds(text, limit) == (depth(value) > limit), (text, limit)
+
+
+# Issue 29, acceptance: a FIFO with no writer and /dev/zero on every file option exit 2 in under a second. A file
+# reader that opened before looking would block on the FIFO for ever (the timeout ends that) or read /dev/zero
+# until memory ran out.
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stream", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("option", sorted(FILE_OPTIONS))
+def test_a_fifo_or_a_device_is_refused_before_it_is_opened(option: str, stream: str, scratch: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    argv_of, _ = FILE_OPTIONS[option]
+    case = scratch / f"stream-{option}-{stream}".replace(" ", "_").replace("(", "").replace(")", "")
+    case.mkdir()
+    if option.startswith("model info"):
+        if stream == "dev-zero":
+            pytest.skip("model info takes a directory; its config.json is the FIFO case")
+        target = case / "config.json"
+        os.mkfifo(target)
+    elif stream == "fifo":
+        target = case / "pipe"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    argv = argv_of(target, case)
+    code, out, err, seconds = _run(argv, capsys)
+    if seconds > 1:  # the first use of a verb imports its modules
+        code, out, err, seconds = _run(argv, capsys)
+    assert code == 2 and seconds < 1, (code, seconds, err, out[-500:])
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err + out, err

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from tensorfabric.errors import InputError, ParseError
+from tensorfabric.fsutil import read_input
 from tensorfabric.units import format_rate
 
 __all__ = ["HeadroomTable", "TableRow", "load_table", "lookup", "parse_table"]
@@ -115,16 +115,17 @@ def parse_table(text: str, *, source: str = "pg_profile_lookup.ini") -> Headroom
 
 
 def load_table(path: str | os.PathLike[str]) -> HeadroomTable:
-    target = Path(path)
+    """A SONiC ``pg_profile_lookup.ini`` through the one file gate (a FIFO or a device is refused before any open)."""
+    target = os.fspath(path)
+    if not os.path.lexists(target):
+        raise InputError(f"table: {target!r} does not exist; give a SONiC pg_profile_lookup.ini")
+    data = read_input(target, "headroom table (a SONiC pg_profile_lookup.ini)", max_bytes=_MAX_BYTES)
     try:
-        if target.stat().st_size > _MAX_BYTES:
-            raise InputError(f"table: {str(target)!r} is {target.stat().st_size} bytes; not a pg_profile_lookup.ini")
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"table: {str(target)!r} does not exist; give a SONiC pg_profile_lookup.ini") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"table: {str(target)!r} cannot be read ({exc})") from None
-    return parse_table(text, source=str(target))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"headroom table {target!r} is not UTF-8 text (byte {exc.start}); give a SONiC "
+                         "pg_profile_lookup.ini") from None
+    return parse_table(text, source=target)
 
 
 def lookup(table: HeadroomTable, speed_bps: float, cable_m: float, *, round_up: bool = False) -> TableRow:

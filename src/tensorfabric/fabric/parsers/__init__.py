@@ -45,7 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
-from tensorfabric.errors import ParseError
+from tensorfabric.errors import InputError, ParseError
 from tensorfabric.fabric.deployed import Deployed, Detection
 from tensorfabric.fabric.parsers import (
     avd,
@@ -66,6 +66,7 @@ from tensorfabric.fabric.parsers import (
     sonic_redis,
 )
 from tensorfabric.fabric.parsers._read import Reading, reading
+from tensorfabric.fsutil import read_input
 from tensorfabric.intake import MAX_LINE_CHARS, Line, Tally
 from tensorfabric.registry import Registry
 
@@ -243,10 +244,14 @@ def _read(probe: Reading, entry: _Entry, device: str | None) -> tuple[Deployed |
 def parse_deployed(path: str | os.PathLike[str], *, fmt: str | None = None, device: str | None = None) -> Deployed:
     """Read and parse one deployed configuration file."""
     source = str(path)
+    # The one file gate: a FIFO with no writer or a device is refused from stat, before any open blocks. Its
+    # refusal stays a ParseError naming the file, as every other reason this reader gives.
+    what = "deployed config"
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    if len(data) > _MAX_BYTES:
-        raise ParseError(f"file is {len(data)} bytes; at most {_MAX_BYTES} are accepted", source=source)
+        data = read_input(source, what, max_bytes=_MAX_BYTES)
+    except ParseError:
+        raise
+    except InputError as exc:
+        reason = str(exc).removeprefix(f"{what} {source!r} ").removeprefix("cannot be read: ")
+        raise ParseError(f"cannot read: {'it ' if reason.startswith('is ') else ''}{reason}", source=source) from None
     return parse_text(data, source=source, fmt=fmt, device=device)
