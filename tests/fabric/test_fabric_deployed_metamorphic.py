@@ -126,10 +126,12 @@ def test_any_contiguous_cut_never_gains_an_error(index: int, share: float, size:
     _check_half(path, "\n".join(lines[start:start + count]) + "\n")
 
 
-# Cuts the property above once drew that gained an R5 error: an excerpt without its PFC lines judged ECN on the
-# queue the DSCP map (os10) or the default RoCE priority (SONiC fragment) presumed, as if the text had said it.
+# Cuts the property above once drew that gained an error: an excerpt without its PFC lines judged ECN on the queue
+# the DSCP map (os10) or the default RoCE priority (SONiC fragment) presumed (R5); a Junos excerpt without the
+# classifier line of the CNP DSCP said CNPs had no class (R3), as if the text had said it.
 @pytest.mark.parametrize(("name", "share", "size"), [("os10-z9432-roce-lossy-dscp.os10", 0.0, 0.75),
-                                                     ("sonic-ecn-on-queue-4-fragment.json", 1.0, 0.75)])
+                                                     ("sonic-ecn-on-queue-4-fragment.json", 1.0, 0.75),
+                                                     ("junos-set-qfx5240-roce.junos", 0.375, 0.375)])
 def test_cuts_that_once_gained_an_error(name: str, share: float, size: float) -> None:
     path = next(p for p in CONFIGS if p.name == name)
     lines = path.read_text().splitlines()

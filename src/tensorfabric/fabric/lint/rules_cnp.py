@@ -48,12 +48,17 @@ def no_class(ctx: LintContext) -> Iterator[Finding]:
     for dscp in sorted(_cnp_dscps(ctx)):
         for ref in ctx.ports("switch"):
             if _unclassified(ref, dscp):
+                # An excerpt may have left out the map line that classifies the CNP DSCP (a Junos classifier is one
+                # `set` line per class): graded as a warning that says so; a whole config's absent class is an error.
                 yield finding(NO_CLASS, ref.subject, f"CNP DSCP {dscp} is in no class of the DSCP map, so CNPs ride "
-                              "the default (best-effort) queue behind the traffic they should slow down",
+                              "the default (best-effort) queue behind the traffic they should slow down"
+                              + ("" if ref.device.complete else
+                                 "; this text is an excerpt, so the line classifying it may only be missing here"),
                               {"dscp": dscp, "mapped_dscps": len(ref.port.dscp_to_priority or {}),
                                "source": ref.device.source},
                               f"{fixes.dscp_map(ref.device.format, dscp, ctx.plan.cnp.priority)}; then "
-                              f"{fixes.strict_queue(ref.device.format, ref.device.queue_of(ctx.plan.cnp.priority))}")
+                              f"{fixes.strict_queue(ref.device.format, ref.device.queue_of(ctx.plan.cnp.priority))}",
+                              severity=None if ref.device.complete else "warning")
 
 
 @rule(WEIGHTED, "error", "R3", "CNP queue scheduled by bandwidth percent / DWRR instead of strict priority")
